@@ -1,0 +1,71 @@
+"""The in-kernel half of a hidden test: call the learner's function, ask the judge.
+
+Used from hidden test cells as::
+
+    from attention_grading.hidden import check
+    check("softmax", softmax)
+
+The learner's outputs (and their inputs after the call, to catch in-place edits) go to a
+separate judge process as JSON; the reference never enters the learner's kernel.
+"""
+import json
+import subprocess
+import sys
+
+from . import spec as spec_module
+from . import wire
+from .paths import GRADING_DIR, REFERENCE_DIR
+from .quiet import call_quietly
+
+_JUDGE = (
+    "import sys; sys.path[:0] = {paths!r}; "
+    "from attention_grading.judge import main; main()"
+)
+
+
+class HiddenTestFailure(AssertionError):
+    """A hidden test failed; the message is the judge's diagnosis."""
+
+
+def run_cases(fn, spec):
+    """Call ``fn`` on every case; record its output or the exception it raised."""
+    results, after = [], []
+    for case in spec.cases():
+        try:
+            out = call_quietly(fn, *case.args, **case.kwargs)
+            results.append({"value": wire.encode(out)})
+        except Exception as exc:  # the learner's bug, reported as a diagnosis
+            results.append({"raised": f"{type(exc).__name__}: {exc}"[:500]})
+        after.append([wire.encode(a) if _is_array(a) else None for a in case.args])
+    return results, after
+
+
+def _is_array(value):
+    import numpy as np
+
+    return isinstance(value, np.ndarray)
+
+
+def ask_judge(request):
+    """Run the judge in a fresh interpreter; return its verdict dict."""
+    command = [sys.executable, "-I", "-c",
+               _JUDGE.format(paths=[str(GRADING_DIR), str(REFERENCE_DIR)])]
+    done = subprocess.run(command, input=json.dumps(request), capture_output=True,
+                          text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError("the grading judge failed; tell your instructor.\n" + done.stderr[-2000:])
+    return json.loads(done.stdout)
+
+
+def check(name, fn):
+    """Raise ``HiddenTestFailure`` with a diagnosis unless ``fn`` agrees with the reference."""
+    spec = spec_module.get(name)
+    if not callable(fn):
+        raise HiddenTestFailure(f"{name} should be a function, but it is a {type(fn).__name__}.")
+    results, after = run_cases(fn, spec)
+    measurements = spec.measure(fn) if spec.measure else {}
+    verdict = ask_judge({"name": name, "results": results, "after": after,
+                         "measurements": measurements})
+    if not verdict["passed"]:
+        raise HiddenTestFailure(verdict["message"])
+    print(f"{name}: hidden tests passed ({verdict['cases']} cases).")

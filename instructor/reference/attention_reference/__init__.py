@@ -1,0 +1,38 @@
+"""The hidden reference implementation of every graded function in the course.
+
+Instructor-only: it lives outside the installable learner package and outside
+``source/<lesson>/`` (nbgrader copies every non-notebook file there into the
+release). Hidden tests never import it inside a learner's kernel; the judge
+process does (see ``attention_grading.judge``).
+
+Conventions (COURSE.md): token vectors are rows, float64 everywhere, inputs are
+never mutated, leading batch dimensions are allowed, masks are boolean with
+True meaning "may attend", applied before the softmax, and a row with nothing
+visible gets all-zero weights.
+"""
+from .core import softmax, masked_softmax, contextualize, causal_mask
+from .attention import (
+    project,
+    self_attention,
+    dot_product_variance,
+    scaled_dot_product_attention,
+    softmax_jacobian,
+    causal_self_attention,
+)
+from .gradients import (
+    softmax_backward,
+    attention_backward,
+    numerical_gradient,
+    self_attention_backward,
+)
+from .multi_head import split_heads, merge_heads, multi_head_attention
+from .tiled import tiled_attention
+
+__all__ = [
+    "softmax", "masked_softmax", "contextualize", "causal_mask",
+    "project", "self_attention", "dot_product_variance",
+    "scaled_dot_product_attention", "softmax_jacobian", "causal_self_attention",
+    "softmax_backward", "attention_backward", "numerical_gradient",
+    "self_attention_backward", "split_heads", "merge_heads",
+    "multi_head_attention", "tiled_attention",
+]

@@ -1,0 +1,70 @@
+"""nbgrader configuration for the course; every nbgrader command run from this folder reads it.
+
+Layout: lessons are authored in source/<id>/<id>.ipynb; `nbgrader generate_assignment`
+writes the learners' release to notebooks/ and `nbgrader generate_solution` the solved
+notebooks to solutions/. Hidden tests call `attention_grading` (instructor/grading), which
+asks a separate judge process holding the reference (instructor/reference) for a verdict.
+"""
+import os
+import sys
+from pathlib import Path
+
+COURSE_ROOT = Path(__file__).resolve().parent
+GRADING_DIR = COURSE_ROOT / "instructor" / "grading"
+
+# The grading helpers are importable here (feedback preprocessor) and, through PYTHONPATH,
+# in every kernel nbgrader starts. The reference itself is NOT on the kernels' path.
+if str(GRADING_DIR) not in sys.path:
+    sys.path.insert(0, str(GRADING_DIR))
+_paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+if str(GRADING_DIR) not in _paths:
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(GRADING_DIR), *_paths])
+# Creating the gradebook runs `alembic` from the environment's bin/, even when it is not activated.
+_bin = str(Path(sys.executable).parent)
+if _bin not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = os.pathsep.join([_bin, os.environ.get("PATH", "")])
+
+c = get_config()  # noqa: F821  (provided by traitlets when nbgrader loads this file)
+
+c.CourseDirectory.course_id = "attention"
+c.CourseDirectory.root = str(COURSE_ROOT)
+c.CourseDirectory.source_directory = "source"
+c.CourseDirectory.release_directory = "notebooks"
+c.CourseDirectory.solution_directory = "solutions"
+c.CourseDirectory.submitted_directory = "submitted"
+c.CourseDirectory.autograded_directory = "autograded"
+c.CourseDirectory.feedback_directory = "feedback"
+# SQLite by default; a PostgreSQL URL (postgresql+psycopg2://...) for several graders.
+c.CourseDirectory.db_url = os.environ.get(
+    "ATTENTION_GRADEBOOK_URL", f"sqlite:///{COURSE_ROOT / 'gradebook.db'}"
+)
+
+# The formgrader warns until the exchange folder exists; a local one serves a single machine.
+_exchange = Path(os.environ.get("ATTENTION_EXCHANGE", COURSE_ROOT / ".exchange"))
+_exchange.mkdir(parents=True, exist_ok=True)
+c.Exchange.root = str(_exchange)
+
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+
+# Solutions are stored unexecuted, like the release, so regenerating them is deterministic.
+c.GenerateSolution.preprocessors = [
+    "nbgrader.preprocessors.IncludeHeaderFooter",
+    "nbgrader.preprocessors.LockCells",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.ClearMarkScheme",
+]
+
+# Grading: a stuck cell is interrupted after 30 s and scores 0; grading goes on.
+c.Execute.timeout = 30
+# Restore deleted or altered grade cells from the gradebook instead of "needs manual grading".
+c.OverwriteCells.add_missing_cells = True
+c.LimitOutput.max_lines = 200
+c.LimitOutput.max_traceback = 60
+
+# Feedback names each check, its points and its diagnosis, never the hidden test source.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "attention_grading.feedback.HideHiddenTests",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
