@@ -55,8 +55,20 @@ c.GenerateSolution.preprocessors = [
     "nbgrader.preprocessors.ClearMarkScheme",
 ]
 
-# Grading: a stuck cell is interrupted after 30 s and scores 0; grading goes on.
+# Grading runs every notebook through the guarded executor (instructor/grading/attention_grading/
+# execute.py): verdicts decided by the grader, flags, crash recovery, output caps, time limits.
+c.Autograde.autograde_preprocessors = [
+    "attention_grading.execute.GuardedExecute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+# A stuck cell is interrupted after 30 s and scores 0; a whole notebook gets at most 600 s.
 c.Execute.timeout = 30
+c.GuardedExecute.notebook_timeout = 600
 # Restore deleted or altered grade cells from the gradebook instead of "needs manual grading".
 c.OverwriteCells.add_missing_cells = True
 c.LimitOutput.max_lines = 200

@@ -1,8 +1,8 @@
-"""The hidden reference (instructor/reference/attention_reference), part 1 of 3.
+"""The hidden reference (instructor/reference/attention_reference): softmax, masks, the attention
+forward passes, scaling, and the no-mutation rule for every graded function.
 
-Seed numbers from COURSE.md, softmax, masks, the attention forward passes, scaling, and the
-no-mutation rule for every graded function. Gradients live in test_reference_gradients.py,
-multi-head and tiled attention in test_reference_heads_tiled.py.
+Companions: test_reference_seeds.py (COURSE.md's worked examples), test_reference_gradients.py
+(backward passes), test_reference_heads_tiled.py (multi-head and tiled attention).
 
 Every warning is an error here (``pytestmark``); ``strict()`` also makes numpy's overflow,
 divide-by-zero and invalid-value conditions raise. Underflow stays silent: exp of a very negative
@@ -74,64 +74,6 @@ def assert_batch_is_loop(fn, batched, batch_shape, shared=()):
         assert len(one) == len(full)
         for f, o in zip(full, one):
             np.testing.assert_allclose(f[idx], o, rtol=1e-12, atol=1e-14)
-
-
-# ---------------------------------------------------------------- seed numbers (COURSE.md)
-
-SEED004_X = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0.2, 0.3, 0]])   # The, cat, sat, it
-SEED004_W = (np.array([[0, 1], [2, 0], [0, 1]]),                          # W_Q
-             np.array([[0.5, 0], [4, 0], [0, 2]]),                        # W_K
-             np.array([[1, 0], [0, 1], [0.5, 0.5]]))                      # W_V
-
-SEED000_X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-SEED000_W = (np.eye(2), np.array([[1.0, 1.0], [0.0, 1.0]]), np.array([[2.0, 0.0], [0.0, 1.0]]))
-
-
-def test_seed001_cat_dog_phone():
-    Y, A = R.contextualize([[1.0, 0.5], [0.8, 0.6], [-0.5, 1.0]])
-    np.testing.assert_array_equal(np.round(A[0], 3), [0.432, 0.389, 0.179])
-    np.testing.assert_array_equal(np.round(Y[0], 3), [0.654, 0.628])
-
-
-def test_seed003_bank_mortgage_softmax():
-    p = R.softmax([0.2, 2.4, 1.1, 0.3, 0.5])
-    np.testing.assert_array_equal(np.round(p, 3), [0.067, 0.604, 0.165, 0.074, 0.090])
-
-
-def test_seed000_three_positions_row_2():
-    O, A = R.self_attention(SEED000_X, *SEED000_W)
-    np.testing.assert_array_equal(np.round(A[1], 6), [0.248255, 0.248255, 0.503490])
-    np.testing.assert_array_equal(np.round(O[1], 6), [1.503490, 0.751745])
-
-
-def test_seed000_causal_row_2_is_exact():
-    O, A = R.causal_self_attention(SEED000_X, *SEED000_W)
-    np.testing.assert_array_equal(A[1], [0.5, 0.5, 0.0])
-    np.testing.assert_array_equal(O[1], [1.0, 0.5])
-
-
-def test_seed_raw_scores_vs_softmax():
-    values = np.array([10.0, 20.0])
-    assert np.dot([2, 1], values) == 40 and np.dot([102, 101], values) == 3040
-    for scores in ([2.0, 1.0], [102.0, 101.0]):
-        w = R.softmax(scores)
-        np.testing.assert_array_equal(np.round(w, 6), [0.731059, 0.268941])
-        assert round(float(w @ values), 6) == 12.689414
-
-
-def test_seed004_it_example():
-    O, A = R.causal_self_attention(SEED004_X, *SEED004_W)
-    np.testing.assert_array_equal(np.round(A, 3), [[1, 0, 0, 0],
-                                                   [0.007, 0.993, 0, 0],
-                                                   [0.164, 0.164, 0.673, 0],
-                                                   [0.127, 0.559, 0.136, 0.178]])
-    np.testing.assert_array_equal(np.round(O, 3), [[1, 0], [0.007, 0.993], [0.5, 0.5], [0.23, 0.681]])
-
-
-def test_seed004_score_matrix_memory():
-    n_bytes = 128_000 ** 2 * np.dtype(np.float16).itemsize
-    assert n_bytes == 32_768_000_000
-    assert f"{n_bytes:.1e}" == "3.3e+10" and round(n_bytes / 1e9) == 33
 
 
 # ---------------------------------------------------------------- softmax
@@ -304,10 +246,12 @@ def test_attention_scale_uses_d_k_of_keys():
 
 
 def test_attention_accepts_integers():
-    Q, K, V = np.array([[1, 0], [0, 2]]), np.array([[1, 1], [0, 3], [2, 0]]), np.array([[1], [2], [3]])
+    Q = np.array([[1, 0], [0, 2]])
+    K, V = np.array([[1, 1], [0, 3], [2, 0]]), np.array([[1], [2], [3]])
     O, A = R.scaled_dot_product_attention(Q, K, V)
     assert O.dtype == A.dtype == np.float64
     O_n, A_n = naive_attention(Q.astype(float), K.astype(float), V.astype(float))
+    np.testing.assert_allclose(A, A_n, rtol=1e-13)
     np.testing.assert_allclose(O, O_n, rtol=1e-13)
 
 
@@ -396,7 +340,8 @@ def test_dot_product_variance_seeded():
     # the documented draw: q then k from default_rng(seed), population variance
     rng = np.random.default_rng(3)
     q, k = rng.standard_normal((5_000, 8)), rng.standard_normal((5_000, 8))
-    assert R.dot_product_variance(8, 5_000, seed=3) == pytest.approx(np.var((q * k).sum(1)), rel=1e-12)
+    expected = np.var((q * k).sum(axis=1))
+    assert R.dot_product_variance(8, 5_000, seed=3) == pytest.approx(expected, rel=1e-12)
 
 
 def finite_difference_jacobian(f, z, h=1e-5):
@@ -416,7 +361,8 @@ def test_softmax_jacobian():
     np.testing.assert_array_equal(J, J.T)
 
 
-@pytest.mark.parametrize("bad", [np.ones((2, 3)) / 3, np.float64(1.0), np.ones((1, 1, 2)) / 2])
+@pytest.mark.parametrize("bad", [np.full((1, 3), 1 / 3), np.ones((1, 1)), np.float64(1.0),
+                                 np.ones((1, 1, 2)) / 2], ids=["1x3", "1x1", "0-d", "1x1x2"])
 def test_softmax_jacobian_rejects_non_1d(bad):
     with pytest.raises(ValueError):
         R.softmax_jacobian(bad)
@@ -424,8 +370,10 @@ def test_softmax_jacobian_rejects_non_1d(bad):
 
 # ---------------------------------------------------------------- inputs are never mutated
 
-def _mutation_cases():
-    X, W_Q, W_K, W_V, W_O = randn(60, 2, 5, 4), randn(61, 4, 6), randn(62, 4, 6), randn(63, 4, 6), randn(64, 6, 4)
+def mutation_cases():
+    """Fresh inputs for one call of every graded function (rebuilt per test: no shared state)."""
+    X, W_O = randn(60, 2, 5, 4), randn(64, 6, 4)
+    W_Q, W_K, W_V = randn(61, 4, 6), randn(62, 4, 6), randn(63, 4, 6)
     Q, K, V = randn(65, 2, 5, 6), randn(66, 2, 5, 6), randn(67, 2, 5, 3)
     dO, mask = randn(68, 2, 5, 3), rand_mask(69, 2, 5, 5)
     A = R.softmax(randn(70, 2, 5, 5))
@@ -452,16 +400,13 @@ def _mutation_cases():
     }
 
 
-MUTATION_CASES = _mutation_cases()
-
-
 def test_mutation_cases_cover_every_graded_function():
-    assert sorted(MUTATION_CASES) == sorted(R.__all__)
+    assert sorted(mutation_cases()) == sorted(R.__all__)
 
 
-@pytest.mark.parametrize("name", sorted(MUTATION_CASES))
+@pytest.mark.parametrize("name", sorted(mutation_cases()))
 def test_inputs_are_not_mutated(name):
-    fn, args = MUTATION_CASES[name]
+    fn, args = mutation_cases()[name]
     before = copy.deepcopy(args)
     fn(*args)
     for got, want in zip(args, before):

@@ -1,4 +1,4 @@
-"""The hidden reference, part 3 of 3: multi-head attention and tiled (online-softmax) attention."""
+"""The hidden reference: multi-head attention and tiled (online-softmax) attention."""
 import tracemalloc
 import warnings
 
@@ -68,8 +68,8 @@ def mha_loop(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
 
 def mha_params(seed, d_model=5, n_heads=3, d_h=3, d_hv=2):
     rng = np.random.default_rng(seed)
-    return (rng.standard_normal((d_model, n_heads * d_h)), rng.standard_normal((d_model, n_heads * d_h)),
-            rng.standard_normal((d_model, n_heads * d_hv)), rng.standard_normal((n_heads * d_hv, d_model)))
+    shapes = [(d_model, n_heads * d_h)] * 2 + [(d_model, n_heads * d_hv), (n_heads * d_hv, d_model)]
+    return tuple(rng.standard_normal(shape) for shape in shapes)       # W_Q, W_K, W_V, W_O
 
 
 def test_multi_head_matches_per_head_loop():
@@ -85,11 +85,13 @@ def test_multi_head_scale_is_per_head():
     X, Ws = randn(12, 4, 5), mha_params(13, n_heads=4, d_h=2, d_hv=2)   # d_h=2, width 8, d_model 5
     _, A = R.multi_head_attention(X, *Ws, n_heads=4)
     q, k = X @ Ws[0][:, 2:4], X @ Ws[1][:, 2:4]                          # head 1
-    np.testing.assert_allclose(A[1], scipy.special.softmax(q @ k.T / np.sqrt(2), axis=-1), rtol=1e-12)
+    np.testing.assert_allclose(A[1], scipy.special.softmax(q @ k.T / np.sqrt(2), axis=-1),
+                               rtol=1e-12)
     assert not np.allclose(A[1], scipy.special.softmax(q @ k.T / np.sqrt(5), axis=-1))
 
 
-@pytest.mark.parametrize("mask_kind", ["none", "causal", "batch", "fully_masked_row", "key_padding"])
+@pytest.mark.parametrize("mask_kind",
+                         ["none", "causal", "batch", "fully_masked_row", "key_padding"])
 def test_multi_head_batch_and_mask_match_loop(mask_kind):
     B, T = 2, 5
     X, Ws = randn(14, B, T, 5), mha_params(15)
@@ -159,17 +161,27 @@ def test_tiled_large_logits_and_rising_maximum(causal):
     assert_tiled_is_full(Q, K, V, 3, causal)
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_tiled_all_scores_far_below_zero(causal):
+    # scores near -5000: a running max started at 0 instead of -inf would underflow to nothing
+    T = 9
+    Q = np.full((T, 4), 50.0)
+    K = -50.0 + 0.05 * randn(38, T, 4)
+    assert_tiled_is_full(Q, K, randn(39, T, 3), 4, causal)
+
+
 def test_tiled_batch_is_loop_and_broadcasts():
     Q, K, V = randn(29, 2, 3, 6, 4), randn(30, 2, 3, 8, 4), randn(31, 2, 3, 8, 2)
     O = R.tiled_attention(Q, K, V, block_size=3)
     for idx in np.ndindex(2, 3):
         np.testing.assert_allclose(O[idx], R.tiled_attention(Q[idx], K[idx], V[idx], 3), rtol=1e-12)
-    assert_tiled_is_full(Q, K[0, 0], V[0, 0], 3, causal=False)      # keys/values shared by the batch
+    assert_tiled_is_full(Q, K[0, 0], V[0, 0], 3, causal=False)      # K, V shared by the batch
 
 
 def test_tiled_causal_needs_square():
     with pytest.raises(ValueError):
-        R.tiled_attention(randn(32, 4, 3), randn(33, 5, 3), randn(34, 5, 2), block_size=2, causal=True)
+        R.tiled_attention(randn(32, 4, 3), randn(33, 5, 3), randn(34, 5, 2),
+                          block_size=2, causal=True)
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
@@ -183,7 +195,8 @@ def test_tiled_peak_memory_is_far_below_score_matrix(causal):
     finally:
         tracemalloc.stop()
     score_bytes = T * T * 8
-    assert peak < score_bytes / 10, f"peak {peak / 1e6:.1f} MB vs score matrix {score_bytes / 1e6:.0f} MB"
+    assert peak < score_bytes / 10, \
+        f"peak {peak / 1e6:.1f} MB vs the score matrix's {score_bytes / 1e6:.0f} MB"
     for i in (0, 1000, T - 1):                                      # spot-check rows without T×T
         n = i + 1 if causal else T
         w = scipy.special.softmax(K[:n] @ Q[i] / np.sqrt(d))

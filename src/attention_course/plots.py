@@ -72,3 +72,158 @@ def vectors_2d(points, labels, moved=None, title="Token vectors", ax=None):
     ax.set_ylabel("coordinate 2")
     ax.set_title(title)
     return ax
+
+
+def score_heatmap(scores, queries, keys=None, title="Scores", ax=None, annotate=True):
+    """Raw scores of any sign on a colour scale centred at 0; rows read, columns are read."""
+    scores = np.asarray(scores, dtype=float)
+    keys = queries if keys is None else keys
+    ax = _axis(ax)
+    span = max(float(np.abs(scores).max()), 1e-12)
+    image = ax.imshow(scores, cmap="RdBu_r", vmin=-span, vmax=span)
+    ax.set_xticks(range(len(keys)), keys)
+    ax.set_yticks(range(len(queries)), queries)
+    ax.set_xlabel("token being read (key)")
+    ax.set_ylabel("token reading (query)")
+    ax.set_title(title)
+    if annotate:
+        for (i, j), s in np.ndenumerate(scores):
+            ax.text(j, i, f"{s:.2f}", ha="center", va="center",
+                    color="white" if abs(s) > 0.6 * span else "black", fontsize=9)
+    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="score")
+    return ax
+
+
+def mask_heatmap(mask, queries, keys=None, title="Who may read whom", ax=None):
+    """A boolean mask as a grid: filled = may attend, blank = blocked; rows read, columns are read."""
+    from matplotlib.colors import ListedColormap
+
+    mask = np.asarray(mask, dtype=bool)
+    keys = queries if keys is None else keys
+    ax = _axis(ax, size=(4.6, 4.0))
+    ax.imshow(mask, cmap=ListedColormap(["#f2f2f2", "tab:green"]), vmin=0, vmax=1)
+    ax.set_xticks(range(len(keys)), keys, rotation=45 if max(map(len, map(str, keys))) > 3 else 0)
+    ax.set_yticks(range(len(queries)), queries)
+    ax.set_xlabel("position being read (key j)")
+    ax.set_ylabel("position reading (query i)")
+    ax.set_title(title)
+    for (i, j), allowed in np.ndenumerate(mask):
+        ax.text(j, i, "✓" if allowed else "·", ha="center", va="center",
+                color="white" if allowed else "grey", fontsize=11)
+    ax.set_xticks(np.arange(-0.5, mask.shape[1]), minor=True)
+    ax.set_yticks(np.arange(-0.5, mask.shape[0]), minor=True)
+    ax.grid(which="minor", color="white", lw=1.5)
+    ax.tick_params(which="minor", length=0)
+    return ax
+
+
+def attention_heads(weights, queries, keys=None, titles=None, suptitle="Attention weights per head",
+                    annotate=False):
+    """One heatmap per head, side by side, on one colour scale: ``weights`` is ``(h, T_q, T_k)``."""
+    weights = np.asarray(weights, dtype=float)
+    keys = queries if keys is None else keys
+    h = weights.shape[0]
+    titles = titles or [f"head {i}" for i in range(h)]
+    fig, axes = plt.subplots(1, h, figsize=(3.3 * h + 1.0, 3.8), sharey=True, squeeze=False,
+                             constrained_layout=True)
+    axes = axes[0]
+    rotate = 60 if max(len(str(k)) for k in keys) > 3 else 0
+    for i, ax in enumerate(axes):
+        image = ax.imshow(weights[i], cmap="Blues", vmin=0.0, vmax=1.0)
+        ax.set_xticks(range(len(keys)), keys, rotation=rotate, ha="right" if rotate else "center")
+        ax.set_yticks(range(len(queries)), queries)
+        ax.set_xlabel("token being read (key)")
+        ax.set_title(titles[i], fontsize=10)
+        if annotate:
+            for (r, c), w in np.ndenumerate(weights[i]):
+                ax.text(c, r, f"{w:.2f}", ha="center", va="center",
+                        color="white" if w > 0.6 else "black", fontsize=7)
+    axes[0].set_ylabel("token reading (query)")
+    fig.colorbar(image, ax=list(axes), fraction=0.02, pad=0.02, label="weight")
+    fig.suptitle(suptitle)
+    return axes
+
+
+def head_reach(W_O, n_heads, title="Where each head can write", ax=None):
+    """How strongly each head's output reaches each output coordinate through ``W_O``.
+
+    Entry (i, c) is the length of column c of head i's block of rows,
+    ``W_O[i*d_h:(i+1)*d_h, c]``; 0 means head i cannot change coordinate c at all.
+    """
+    W_O = np.asarray(W_O, dtype=float)
+    d_h = W_O.shape[0] // n_heads
+    blocks = W_O.reshape(n_heads, d_h, W_O.shape[1])               # (h, d_h, d_model)
+    reach = np.linalg.norm(blocks, axis=1)                         # (h, d_model)
+    ax = _axis(ax, size=(1.0 + 0.7 * W_O.shape[1], 1.2 + 0.6 * n_heads))
+    image = ax.imshow(reach, cmap="Oranges", vmin=0.0, vmax=max(1.0, float(reach.max())))
+    ax.set_xticks(range(W_O.shape[1]))
+    ax.set_yticks(range(n_heads), [f"head {i}" for i in range(n_heads)])
+    ax.set_xlabel("output coordinate (column of O)")
+    ax.set_ylabel("head")
+    ax.set_title(title, fontsize=10)
+    for (i, c), r in np.ndenumerate(reach):
+        ax.text(c, i, f"{r:.2f}", ha="center", va="center", fontsize=8,
+                color="white" if r > 0.6 * max(1.0, float(reach.max())) else "black")
+    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="reach")
+    return ax
+
+
+def loglog_costs(lengths, series, title, ylabel, ax=None, slope=2, slope_label="∝ T² (slope 2)",
+                 anchor=None, xlabel="context length T (tokens)"):
+    """Costs against length on log–log axes, one line per series, with a dashed guide of ``slope``.
+
+    ``series`` maps a label to values over ``lengths`` (or to ``(lengths, values)`` for a series
+    measured at other lengths). The guide passes through the last point of the series named
+    ``anchor`` (default: the first series), so a line parallel to it grows like ``T**slope``.
+    """
+    ax = _axis(ax, size=(5.5, 4.0))
+    lengths = np.asarray(lengths, dtype=float)
+    points = {}
+    for label, values in series.items():
+        xs, ys = (values if isinstance(values, tuple) else (lengths, values))
+        xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+        ax.loglog(xs, ys, "o-", label=label)
+        points[label] = (xs, ys)
+    if slope is not None and points:
+        xs, ys = points[anchor if anchor is not None else next(iter(points))]
+        guide = ys[-1] * (lengths / xs[-1]) ** slope
+        ax.loglog(lengths, guide, "k--", lw=1, label=slope_label)
+    if len(lengths) <= 12:                        # label the measured lengths themselves
+        from matplotlib.ticker import NullFormatter
+
+        ax.set_xticks(lengths, [f"{t:g}" for t in lengths])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def causal_tiles(T, block_size, title=None, ax=None):
+    """The T × T grid of (query, key) pairs cut into tiles, as causal tiled attention visits it.
+
+    Tiles wholly after the diagonal are never computed; tiles wholly before it are read whole;
+    tiles the diagonal runs through are computed and then masked position by position (j <= i).
+    """
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    i, j = np.indices((T, T))
+    bi, bj = i // block_size, j // block_size
+    kind = np.where(bj > bi, 0, np.where(bj < bi, 3, np.where(j <= i, 2, 1)))
+    colours = ["white", "#d9d9d9", "tab:green", "tab:blue"]
+    ax = _axis(ax, size=(5.2, 4.6))
+    ax.imshow(kind, cmap=ListedColormap(colours), vmin=-0.5, vmax=3.5)
+    for edge in range(block_size, T, block_size):
+        ax.axhline(edge - 0.5, color="black", lw=1.2)
+        ax.axvline(edge - 0.5, color="black", lw=1.2)
+    ax.set_xlabel("key position j")
+    ax.set_ylabel("query position i")
+    ax.set_title(title or f"Causal tiles: T = {T}, block_size = {block_size}")
+    labels = ["tile skipped (all j > i)", "masked inside a diagonal tile (j > i)",
+              "read inside a diagonal tile (j <= i)", "tile read whole (all j <= i)"]
+    ax.legend(handles=[Patch(facecolor=c, edgecolor="grey", label=l) for c, l in zip(colours, labels)],
+              loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8)
+    return ax

@@ -15,13 +15,13 @@ import numpy as np
 
 @contextlib.contextmanager
 def silenced_stderr():
-    """Send Python-level and file-descriptor-level stderr to a scratch file for the duration."""
+    """Discard stderr (Python-level and file-descriptor-level) and Python-level stdout for the duration."""
     sys.stderr.flush() if hasattr(sys.stderr, "flush") else None
     with tempfile.TemporaryFile() as sink:
         saved_fd = os.dup(2)
         os.dup2(sink.fileno(), 2)
         try:
-            with contextlib.redirect_stderr(io.StringIO()):
+            with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
                 yield
         finally:
             os.dup2(saved_fd, 2)

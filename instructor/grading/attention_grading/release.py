@@ -27,7 +27,7 @@ def release(root=None, lessons=None, log=print):
         if not result["success"]:
             raise SystemExit(f"generate_assignment failed for {lesson}:\n{result['log']}{result.get('error', '')}")
         api.coursedir.assignment_id = lesson
-        solution = GenerateSolution(coursedir=api.coursedir, parent=api)
+        solution = GenerateSolution(coursedir=api.coursedir, parent=api, force=True)
         solution.log.setLevel(logging.WARNING)
         solution.start()
         log(f"released {lesson}: notebooks/{lesson}/ and solutions/{lesson}/")

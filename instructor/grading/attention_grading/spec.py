@@ -45,6 +45,9 @@ class Spec:
     judge_measurements: Optional[Callable[[dict], Optional[str]]] = None
     # Optional replacement for the value comparison of one case: (R, case, learner_out) -> message or None.
     compare: Optional[Callable[..., Optional[str]]] = None
+    # Earlier graded functions this one may call: during the check, those names in the learner's
+    # namespace point at correct implementations, so a mistake there costs points only there.
+    substitutes: tuple = ()
 
 
 REGISTRY: dict = {}

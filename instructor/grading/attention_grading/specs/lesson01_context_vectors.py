@@ -75,6 +75,7 @@ def _contextualize_with(R, X, scale, axis=-1, transpose_weights=False):
 register(Spec(
     name="contextualize",
     cases=contextualize_cases,
+    substitutes=("softmax",),
     outputs=("Y", "A"),
     bugs=(
         Bug("the scores are not divided by √d",

@@ -1,0 +1,197 @@
+"""How fast `make grade` is against stock nbgrader, and against the floor of running the notebooks.
+
+Builds a synthetic class (default 40 learners x every lesson that has a solution and a release):
+correct (the solution), buggy (the solution with one of tests/catalogue/<lessonNN>.py's WRONG
+answers put in its solution cell), blank (the release) and broken (invalid JSON). Then, in one run:
+
+1. stock: `nbgrader autograde <lesson>` (the CLI, one command per lesson over all learners);
+2. ours: `python -m attention_grading.grade --no-feedback --no-report` (N workers);
+3. the floor: start a kernel and execute the same notebook with nbclient, for a sample of
+   each kind per lesson, weighted by how many of each kind the class has.
+
+It checks both graders give the same score to every check of every gradable submission and
+prints the throughput ratio and the per-notebook cost against the floor. Not a timed test.
+
+Usage: python benchmarks/grading_speed.py [--learners 40] [--lesson ID ...] [--workers N] [--keep]
+"""
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "instructor" / "grading"))
+KINDS = ["correct", "buggy", "blank", "correct", "buggy", "correct", "blank", "buggy", "correct", "broken"]
+
+
+def catalogue(lesson):
+    """WRONG of tests/catalogue/lessonNN.py, or {} when the lesson has none yet."""
+    path = REPO / "tests" / "catalogue" / f"lesson{lesson[:2]}.py"
+    if not path.is_file():
+        return {}
+    spec = importlib.util.spec_from_file_location(f"catalogue_{lesson[:2]}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, "WRONG", {})
+
+
+def notebook_text(lesson, kind, index):
+    solution = REPO / "solutions" / lesson / f"{lesson}.ipynb"
+    if kind == "correct":
+        return solution.read_text()
+    if kind == "blank":
+        return (REPO / "notebooks" / lesson / f"{lesson}.ipynb").read_text()
+    if kind == "broken":
+        return solution.read_text()[: 500]
+    wrong = [(fn, code) for fn, bugs in sorted(catalogue(lesson).items()) for _, code in sorted(bugs.items())]
+    nb = json.loads(solution.read_text())
+    if not wrong:
+        return (REPO / "notebooks" / lesson / f"{lesson}.ipynb").read_text()
+    function, code = wrong[index % len(wrong)]
+    for cell in nb["cells"]:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == function:
+            cell["source"] = code.strip("\n") + "\n"
+    return json.dumps(nb, indent=1)
+
+
+def build(root, lessons, learners):
+    root.mkdir(parents=True)
+    for name in ("nbgrader_config.py", "instructor"):
+        src = REPO / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, root / name)
+    for folder in ("source", "notebooks", "solutions"):
+        for lesson in lessons:
+            shutil.copytree(REPO / folder / lesson, root / folder / lesson)
+    kinds = {}
+    for i in range(learners):
+        student = f"learner{i:02d}"
+        for j, lesson in enumerate(lessons):
+            kind = KINDS[(i + j) % len(KINDS)]
+            folder = root / "submitted" / student / lesson
+            folder.mkdir(parents=True)
+            (folder / f"{lesson}.ipynb").write_text(notebook_text(lesson, kind, i))
+            (folder / "timestamp.txt").write_text("2026-01-10 12:00:00.000000 UTC")
+            kinds[student, lesson] = kind
+    return kinds
+
+
+def env_for(root):
+    env = {k: v for k, v in os.environ.items() if k not in ("ATTENTION_GRADEBOOK_URL", "ATTENTION_EXCHANGE")}
+    env["PYTHONPATH"] = str(root / "instructor" / "grading")
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def nbgrader(root, *args):
+    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, env=env_for(root),
+                          capture_output=True, text=True)
+
+
+def table(root, lessons):
+    from nbgrader.api import Gradebook
+
+    out = {}
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "attention") as gb:
+        for lesson in lessons:
+            for submission in gb.assignment_submissions(lesson):
+                for nb in submission.notebooks:
+                    for grade in nb.grades:
+                        out[lesson, submission.student.id, grade.name] = grade.auto_score
+    return out
+
+
+def floor(root, lessons, kinds):
+    """Mean seconds to start a kernel and execute one notebook with nbclient, weighted by kind."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    os.environ["PYTHONPATH"] = str(root / "instructor" / "grading")
+    weights = Counter(k for k in kinds.values() if k != "broken")
+    total, count = 0.0, 0
+    for lesson in lessons:
+        for kind in ("correct", "buggy", "blank"):
+            sample = next((s for (s, l), k in sorted(kinds.items()) if l == lesson and k == kind), None)
+            if sample is None:
+                continue
+            nb = nbformat.read(root / "submitted" / sample / lesson / f"{lesson}.ipynb", as_version=4)
+            start = time.perf_counter()
+            NotebookClient(nb, timeout=30, kernel_name="python3", allow_errors=True,
+                           resources={"metadata": {"path": str(root / "submitted" / sample / lesson)}}).execute()
+            seconds = time.perf_counter() - start
+            share = weights[kind] / len(lessons)
+            total += seconds * share
+            count += share
+    return total / count
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--learners", type=int, default=40)
+    parser.add_argument("--lesson", action="append", default=None)
+    parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--keep", action="store_true", help="keep the temporary courses")
+    args = parser.parse_args(argv)
+    from attention_grading.course import lesson_ids
+
+    lessons = args.lesson or [l for l in lesson_ids(REPO)
+                              if (REPO / "solutions" / l / f"{l}.ipynb").is_file()
+                              and (REPO / "notebooks" / l / f"{l}.ipynb").is_file()]
+    scratch = Path(tempfile.mkdtemp(prefix="attention-bench-"))
+    stock, ours = scratch / "stock", scratch / "ours"
+    kinds = build(stock, lessons, args.learners)
+    build(ours, lessons, args.learners)
+    n = sum(1 for k in kinds.values() if k != "broken")
+    print(f"{args.learners} learners x {len(lessons)} lesson(s) = {len(kinds)} submissions "
+          f"({dict(Counter(kinds.values()))}); {n} gradable; {os.cpu_count()} cores; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    for root in (stock, ours):                      # both gradebooks get the lessons (not timed)
+        for lesson in lessons:
+            done = nbgrader(root, "generate_assignment", lesson, "--force")
+            if done.returncode:
+                sys.exit(done.stderr[-3000:])
+
+    start = time.perf_counter()
+    for lesson in lessons:
+        nbgrader(stock, "autograde", lesson)        # exits 1 because of the broken notebooks
+    stock_seconds = time.perf_counter() - start
+    print(f"stock nbgrader autograde (sequential): {stock_seconds:8.1f} s  {n / stock_seconds:.3f} nb/s")
+
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "attention_grading.grade", "--root", str(ours),
+                           "--workers", str(args.workers), "--no-feedback", "--no-report", "--force"],
+                          cwd=ours, env=env_for(ours), capture_output=True, text=True)
+    ours_seconds = time.perf_counter() - start
+    print(f"attention_grading.grade ({args.workers} workers):  {ours_seconds:8.1f} s  {n / ours_seconds:.3f} nb/s")
+
+    theirs, mine = table(stock, lessons), table(ours, lessons)
+    gradable = {key: value for key, value in theirs.items() if kinds[key[1], key[0]] != "broken"}
+    mine = {key: value for key, value in mine.items() if kinds[key[1], key[0]] != "broken"}
+    same = gradable == mine and len(mine) > 0
+    print(f"same scores on every check of the {n} gradable submissions: {same}")
+    if not same:
+        diff = {k: (gradable.get(k), mine.get(k)) for k in set(gradable) | set(mine) if gradable.get(k) != mine.get(k)}
+        print("  differences (stock, ours):", dict(list(diff.items())[:10]))
+        print(done.stdout[-2000:])
+
+    floor_seconds = floor(ours, lessons, kinds)
+    per_notebook = ours_seconds * args.workers / n
+    print(f"throughput ratio (ours / stock): {stock_seconds / ours_seconds:.2f}x  (target >= 1.8x)")
+    print(f"per-notebook cost: ours {per_notebook:.2f} s of a worker (wall x workers / notebooks), "
+          f"stock {stock_seconds / n:.2f} s, floor (kernel start + nbclient execute) {floor_seconds:.2f} s "
+          f"-> ours/floor {per_notebook / floor_seconds:.2f}x  (target <= 1.3x)")
+    if args.keep:
+        print(f"kept: {scratch}")
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,277 @@
+"""Hidden tests of lesson 03: ``dot_product_variance``, ``softmax_jacobian`` and
+``scaled_dot_product_attention``."""
+import numpy as np
+
+from ..spec import Bug, Case, Spec, register, rng
+
+# ------------------------------------------------------------------ dot_product_variance
+#
+# A simulation cannot be compared bit for bit: a learner may draw k before q, draw both at
+# once, loop, or use ddof=1. So each case only asks for a float within 5 standard errors of
+# d_k. For x = qᵀk with q, k standard normal in d_k dimensions, E[x²] = d_k and
+# E[x⁴] = 3 d_k² + 6 d_k, so the sample variance of n draws has standard error
+# sqrt((2 d_k² + 6 d_k) / n). Determinism for a seed and dependence on it are measured in the
+# kernel (``measure``), where the learner's function can be called more than once.
+
+WITHIN = 5.0
+
+
+def variance_cases():
+    return [
+        Case("d_k = 4 with the default n_samples and seed", (4,)),
+        Case("d_k = 64, n_samples = 20_000", (64,), {"n_samples": 20_000}),
+        Case("d_k = 9, n_samples = 5_000, seed = 3", (9,), {"n_samples": 5_000, "seed": 3}),
+        Case("d_k = 512, n_samples = 2_000, seed = 1", (512,), {"n_samples": 2_000, "seed": 1}),
+        Case("d_k = 1, n_samples = 50_000, seed = 7", (1,), {"n_samples": 50_000, "seed": 7}),
+        Case("d_k = 6, n_samples = 1_000, seed = 11 (given by position)", (6, 1_000, 11)),
+    ]
+
+
+def standard_error(d_k, n_samples):
+    """Standard error of the sample variance of n draws of qᵀk (q, k standard normal in d_k dims)."""
+    return float(np.sqrt((2.0 * d_k ** 2 + 6.0 * d_k) / n_samples))
+
+
+def _case_numbers(case):
+    names = ("d_k", "n_samples", "seed")
+    given = dict(zip(names, case.args), **case.kwargs)
+    return given["d_k"], given.get("n_samples", 100_000)
+
+
+# What a mistake gives on average (its expected value), with its explanation.
+_VARIANCE_MISTAKES = (
+    (lambda d: 0.0, "it returns the mean of qᵀk (about 0) instead of its variance"),
+    (lambda d: np.sqrt(d), "it returns the standard deviation √d_k instead of the variance d_k"),
+    (lambda d: 1.0, "it measures the scaled score qᵀk/√d_k, or a single product q_r k_r, whose "
+                    "variance is 1; the sum of d_k products has variance d_k"),
+    (lambda d: 7.0 * d / 144.0, "q and k are uniform on [0, 1) (rng.random) instead of standard normal"),
+)
+
+
+def compare_variance(R, case, mine):
+    d_k, n = _case_numbers(case)
+    if isinstance(mine, np.ndarray):
+        return (f"On d_k = {d_k}, your dot_product_variance returned an array of shape {mine.shape}; "
+                "it should return one float: float(np.var(dots)).")
+    if not isinstance(mine, float):
+        return f"dot_product_variance should return a float, but it returned {mine!r}."
+    if not np.isfinite(mine):
+        return f"For d_k = {d_k}, your variance is {mine}."
+    se = standard_error(d_k, n)
+    if abs(mine - d_k) <= WITHIN * se:
+        return None
+    message = (f"For d_k = {d_k} and n_samples = {n}, your variance is {mine:.5g}, but qᵀk has "
+               f"variance d_k = {d_k}: a sample of {n} should land within {WITHIN:g} standard errors "
+               f"(5 × {se:.3g}) of it.")
+    if d_k > 1:
+        for expected, why in _VARIANCE_MISTAKES:
+            target = expected(d_k)
+            if abs(mine - target) <= max(WITHIN * se, 0.05 * abs(target)) and abs(target - d_k) > WITHIN * se:
+                return message + f" This is what happens when {why}."
+    return message
+
+
+def measure_variance(fn):
+    """In the kernel: the type returned, determinism for a seed, and dependence on the seed."""
+    from ..quiet import call_quietly
+
+    try:
+        first = call_quietly(fn, 8, n_samples=3_000, seed=5)
+        again = call_quietly(fn, 8, n_samples=3_000, seed=5)
+        positional = call_quietly(fn, 8, 3_000, 5)
+        other = call_quietly(fn, 8, n_samples=3_000, seed=6)
+    except Exception as exc:  # the learner's bug, reported by judge_variance
+        return {"raised": f"{type(exc).__name__}: {exc}"[:300]}
+
+    def number(value):
+        try:
+            return float(value)
+        except Exception:
+            return None
+
+    return {"type": type(first).__name__,
+            "is_float": isinstance(first, (float, np.floating)),
+            "first": number(first), "again": number(again),
+            "positional": number(positional), "other": number(other)}
+
+
+def judge_variance(m):
+    if "raised" in m:
+        return f"dot_product_variance(8, n_samples=3_000, seed=5) raised {m['raised']}"
+    if not m.get("is_float"):
+        return (f"dot_product_variance returned a {m.get('type')}; it should return a float "
+                "(a Python float or a NumPy float64): wrap the result in float(...).")
+    if m["first"] != m["again"]:
+        return ("Two calls with seed=5 gave different variances. Draw every random number from "
+                "np.random.default_rng(seed), so that the seed fixes the result.")
+    if m["first"] != m["positional"]:
+        return ("dot_product_variance(8, 3_000, 5) and dot_product_variance(8, n_samples=3_000, seed=5) "
+                "differ: keep the parameter order (d_k, n_samples, seed).")
+    if m["first"] == m["other"]:
+        return ("seed=5 and seed=6 gave exactly the same variance: the seed argument is ignored. "
+                "Create the generator with np.random.default_rng(seed).")
+    return None
+
+
+def _variance_with(R, d_k, n_samples=100_000, seed=0, statistic=np.var, scale=False, uniform=False):
+    """The reference's draws with one deliberate change (a Bug's output)."""
+    g = np.random.default_rng(seed)
+    draw = g.random if uniform else g.standard_normal
+    q, k = draw((n_samples, d_k)), draw((n_samples, d_k))
+    dots = np.einsum("nd,nd->n", q, k) / (np.sqrt(d_k) if scale else 1.0)
+    return float(statistic(dots))
+
+
+register(Spec(
+    name="dot_product_variance",
+    cases=variance_cases,
+    outputs=("variance",),
+    compare=compare_variance,
+    measure=measure_variance,
+    judge_measurements=judge_variance,
+    bugs=(
+        Bug("it returns the mean of qᵀk instead of its variance",
+            lambda R, *a, **k: _variance_with(R, *a, **k, statistic=np.mean)),
+        Bug("it returns the standard deviation instead of the variance",
+            lambda R, *a, **k: _variance_with(R, *a, **k, statistic=np.std)),
+        Bug("it measures the scaled score qᵀk/√d_k",
+            lambda R, *a, **k: _variance_with(R, *a, **k, scale=True)),
+        Bug("q and k are uniform on [0, 1) instead of standard normal",
+            lambda R, *a, **k: _variance_with(R, *a, **k, uniform=True)),
+    ),
+))
+
+# ------------------------------------------------------------------ softmax_jacobian
+
+
+def _softmax(z):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def jacobian_cases():
+    g = rng(302)
+    return [
+        Case("p = softmax of 5 random logits", (_softmax(g.normal(size=5)),)),
+        Case("p = softmax of 9 logits with spread 3", (_softmax(3 * g.normal(size=9)),)),
+        Case("a uniform p of length 4", (np.full(4, 0.25),)),
+        Case("a nearly one-hot p from logits [30, 0, -5, 2]", (_softmax([30.0, 0.0, -5.0, 2.0]),)),
+        Case("an exactly one-hot p from logits around ±1e4", (_softmax([1e4, -1e4, 0.0]),)),
+        Case("a single entry p = [1.0]", (np.array([1.0]),)),
+        Case("p given as a Python list of 3 floats", ([0.5, 0.3, 0.2],)),
+    ]
+
+
+register(Spec(
+    name="softmax_jacobian",
+    cases=jacobian_cases,
+    outputs=("J",),
+    rtol=1e-9,
+    atol=1e-12,
+    bugs=(
+        Bug("the sign is flipped: p pᵀ − diag(p) instead of diag(p) − p pᵀ",
+            lambda R, p: -R.softmax_jacobian(p)),
+        Bug("only the diagonal p_i(1 − p_i) is kept; the off-diagonal entries −p_i p_j are missing",
+            lambda R, p: np.diag(np.asarray(p, float) * (1 - np.asarray(p, float)))),
+        Bug("the identity stands where diag(p) belongs: I − p pᵀ",
+            lambda R, p: np.eye(len(p)) - np.outer(p, p)),
+        Bug("every entry is p_i(1 − p_j): the Kronecker delta was dropped from p_i(δ_ij − p_j)",
+            lambda R, p: np.outer(p, 1 - np.asarray(p, float))),
+    ),
+))
+
+# ------------------------------------------------------------------ scaled_dot_product_attention
+
+
+def attention_cases():
+    g = rng(303)
+
+    def qkv(batch, T_q, T_k, d_k, d_v, scale=1.0):
+        return (scale * g.normal(size=(*batch, T_q, d_k)), scale * g.normal(size=(*batch, T_k, d_k)),
+                g.normal(size=(*batch, T_k, d_v)))
+
+    key_mask = np.array([True, False, True, True, False])
+    square = np.tril(np.ones((5, 5), dtype=bool))
+    with_blind_row = g.random((4, 6)) < 0.6
+    with_blind_row[:, 0] = True
+    with_blind_row[2] = False                                   # row 2 sees nothing
+    padding = np.ones((3, 1, 5), dtype=bool)
+    padding[0, 0, 3:] = False                                   # sequence 0 has 3 real tokens
+    padding[1, 0, 4:] = False
+    padding[2, 0, :] = False                                    # sequence 2 is empty
+    full = g.random((2, 4, 6)) < 0.5
+    full[:, :, 1] = True
+    full[0, 3] = False                                          # blind rows in both sequences
+    full[1, 0] = False
+    int_mask = np.array([[True, True, False], [False, True, True], [True, False, True], [True, True, True]])
+    return [
+        Case("no mask: Q (4, 6), K (5, 6), V (5, 3)", qkv((), 4, 5, 6, 3)),
+        Case("no mask, batch: Q (2, 3, 4, 9), K (2, 3, 7, 9), V (2, 3, 7, 2)", qkv((2, 3), 4, 7, 9, 2)),
+        Case("no mask, scores of about ±1e4: Q (3, 4), K (6, 4), V (6, 5)", qkv((), 3, 6, 4, 5, scale=70.0)),
+        Case("a key mask of shape (T_k,) = (5,) with Q (4, 6), K (5, 6), V (5, 3)",
+             qkv((), 4, 5, 6, 3), {"mask": key_mask}),
+        Case("a (T_q, T_k) = (4, 6) mask whose row 2 is all False", qkv((), 4, 6, 5, 2), {"mask": with_blind_row}),
+        Case("a causal (5, 5) mask given by position, d_k = 3 and d_v = 4", (*qkv((), 5, 5, 3, 4), square)),
+        Case("a (B, 1, T_k) = (3, 1, 5) padding mask, one sequence fully padded",
+             qkv((3,), 4, 5, 6, 3), {"mask": padding}),
+        Case("a (B, T_q, T_k) = (2, 4, 6) mask with blind rows and scores of about ±1e4",
+             qkv((2,), 4, 6, 9, 3, scale=60.0), {"mask": full}),
+        Case("integer Q (4, 2), K (3, 2), V (3, 3) with a (4, 3) mask",
+             (g.integers(-3, 4, size=(4, 2)), g.integers(-3, 4, size=(3, 2)), g.integers(-3, 4, size=(3, 3))),
+             {"mask": int_mask}),
+        Case("a (3, 4) mask that hides everything", qkv((), 3, 4, 6, 2), {"mask": np.zeros((3, 4), dtype=bool)}),
+    ]
+
+
+def _sdpa(R, Q, K, V, mask=None, divisor=None, fill=None, after=False, flip=False):
+    """Scaled dot-product attention with one deliberate change (a Bug's output)."""
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    d = divisor(Q, K, V) if divisor else np.sqrt(K.shape[-1])
+    S = Q @ np.swapaxes(K, -1, -2) / d                                  # (..., T_q, T_k)
+    if mask is None:
+        return R.softmax(S) @ V, R.softmax(S)
+    mask = np.asarray(mask, dtype=bool)
+    mask = ~mask if flip else mask
+    if after:                                                           # zero after the softmax
+        A = R.softmax(S) * mask
+    elif fill == "multiply":                                            # scores * mask
+        A = R.softmax(S * mask)
+    elif fill is not None:                                              # a finite or -inf fill
+        filled = np.where(mask, S, fill)
+        e = np.exp(filled - filled.max(axis=-1, keepdims=True))
+        A = e / e.sum(axis=-1, keepdims=True)
+    else:
+        A = R.masked_softmax(S, mask)
+    return A @ V, A
+
+
+register(Spec(
+    name="scaled_dot_product_attention",
+    cases=attention_cases,
+    outputs=("O", "A"),
+    bugs=(
+        Bug("the scores are not divided by √d_k",
+            lambda R, *a, **k: _sdpa(R, *a, **k, divisor=lambda Q, K, V: 1.0)),
+        Bug("the scores are divided by d_k instead of √d_k",
+            lambda R, *a, **k: _sdpa(R, *a, **k, divisor=lambda Q, K, V: K.shape[-1])),
+        Bug("the scores are divided by √d_v (V.shape[-1]) instead of √d_k (K.shape[-1])",
+            lambda R, *a, **k: _sdpa(R, *a, **k, divisor=lambda Q, K, V: np.sqrt(V.shape[-1]))),
+        Bug("the scores are divided by √K.shape[0] (a hard-coded axis: that is T_k, not d_k)",
+            lambda R, *a, **k: _sdpa(R, *a, **k, divisor=lambda Q, K, V: np.sqrt(K.shape[0]))),
+        Bug("d_k is read from a fixed axis, K.shape[1], which is not the width of the keys once "
+            "there are batch dimensions: use K.shape[-1]",
+            lambda R, *a, **k: _sdpa(R, *a, **k, divisor=lambda Q, K, V: np.sqrt(K.shape[1]))),
+        Bug("the mask polarity is reversed: True must mean \"may attend\"",
+            lambda R, *a, **k: _sdpa(R, *a, **k, flip=True)),
+        Bug("the mask is applied after the softmax (weights zeroed, rows no longer sum to 1)",
+            lambda R, *a, **k: _sdpa(R, *a, **k, after=True)),
+        Bug("masked scores are filled with a large finite number such as -1e9, so a row with "
+            "nothing visible becomes uniform instead of all zeros",
+            lambda R, *a, **k: _sdpa(R, *a, **k, fill=-1e9)),
+        Bug("masked scores are set to -inf but a row with nothing visible is not handled, so it is NaN",
+            lambda R, *a, **k: _sdpa(R, *a, **k, fill=-np.inf)),
+        Bug("the scores are multiplied by the mask, so a masked score becomes 0 instead of -inf",
+            lambda R, *a, **k: _sdpa(R, *a, **k, fill="multiply")),
+    ),
+))

@@ -1,0 +1,358 @@
+"""Hidden tests of lesson 07 (capstone): ``model_forward``, ``model_backward``, ``adam_step``,
+and the outcome of training (``trained_model``).
+
+The model is the one the lesson describes (``attention_reference.capstone``). Bugs are built
+by the reference itself (``forward_mistake`` and friends), so this module, which the learner's
+kernel imports, holds no solution. Two hidden cells pass a wrapper instead of the bare function:
+
+- ``flat_backward(model_backward)``: the (loss, grads dict) result as a flat tuple of arrays
+  (the wire carries arrays, not dicts), and a check that ``params`` was not changed in place;
+- ``retrain(model_backward, adam_step)``: trains a fresh model with the learner's two functions
+  (``attention_course.capstone.fit``, fixed seed and step count) and returns its parameters; the
+  judge regenerates a held-out set and evaluates those parameters with the *reference* forward
+  pass, so neither the data nor the accuracy comes from the kernel.
+"""
+import numpy as np
+
+from ..spec import Bug, Case, Spec, register, rng
+
+PARAM_NAMES = ("E_name", "E_attr", "W_Q", "W_K", "W_V", "W_out")
+GRAD_NAMES = tuple("d" + k for k in PARAM_NAMES)
+
+# The outcome: the recipe the hidden test retrains with, and the thresholds it must reach.
+OUTCOME_SEED, OUTCOME_STEPS, OUTCOME_LR, OUTCOME_BATCH = 11, 300, 0.01, 64
+HELD_OUT_SEED, HELD_OUT_SIZE = 90210, 2000
+MIN_ACCURACY, MIN_ATTENTION, MAX_LOSS = 0.95, 0.8, 0.15
+
+
+def _capstone(R):
+    """The reference's capstone module (the judge passes the reference package as R)."""
+    import importlib
+
+    return importlib.import_module(R.__name__ + ".capstone")
+
+
+# ---------------------------------------------------------------- models and batches
+
+def _params(g, n_names, n_attrs, d_model, d_k, d_v, n_classes, spread=1.0):
+    return {
+        "E_name": spread * g.normal(size=(n_names, d_model)),
+        "E_attr": spread * g.normal(size=(n_attrs, d_model)),
+        "W_Q": g.normal(size=(d_model, d_k)) / np.sqrt(d_model),
+        "W_K": g.normal(size=(d_model, d_k)) / np.sqrt(d_model),
+        "W_V": g.normal(size=(d_model, d_v)) / np.sqrt(d_model),
+        "W_out": g.normal(size=(d_v, n_classes)) / np.sqrt(d_v),
+    }
+
+
+def _task_batch(n, seed, n_items):
+    from attention_course import capstone as task
+
+    data = task.make_data(n, seed, n_items=n_items)
+    return {k: data[k] for k in ("names", "attrs", "targets")}
+
+
+def _random_batch(g, B, T, n_names, n_attrs, n_classes, graded=0.5):
+    """Ids drawn with repeats (so one row of a table collects several gradients)."""
+    targets = g.integers(0, n_classes, size=(B, T))
+    targets[g.random((B, T)) > graded] = -1
+    targets[0, -1] = g.integers(0, n_classes)            # at least one graded position
+    return {"names": g.integers(0, n_names, size=(B, T)),
+            "attrs": g.integers(0, n_attrs, size=(B, T)),
+            "targets": targets}
+
+
+def _model_cases(seed):
+    g = rng(seed)
+    task_params = _params(g, 9, 7, 5, 6, 4, 6)
+    wide = _params(g, 4, 3, 4, 9, 3, 7)
+    big = _params(g, 5, 5, 6, 6, 5, 4, spread=6.0)          # scores in the tens to hundreds
+    small = _params(g, 3, 2, 3, 2, 2, 3)
+    int_params = {k: g.integers(-2, 3, size=v.shape) for k, v in _params(g, 4, 4, 3, 3, 2, 3).items()}
+    return [
+        Case("task sequences (3 of them, 5 items each) with d_model=5, d_k=6, d_v=4",
+             (task_params, _task_batch(3, seed, 5))),
+        Case("random ids (with repeats) of shape (2, 5), d_k=9 != d_v=3, 7 classes, causal=False",
+             (wide, _random_batch(g, 2, 5, 4, 3, 7)), {"causal": False}),
+        Case("large embeddings (scores in the hundreds), shape (3, 6), causal mask",
+             (big, _random_batch(g, 3, 6, 5, 5, 4))),
+        Case("large embeddings with scale=False", (big, _random_batch(g, 2, 4, 5, 5, 4)), {"scale": False}),
+        Case("weighting='raw', task sequences with 3 items", (task_params, _task_batch(4, seed + 1, 3)),
+             {"weighting": "raw"}),
+        Case("weighting='raw', causal=False, scale=False", (wide, _random_batch(g, 2, 4, 4, 3, 7)),
+             {"weighting": "raw", "causal": False, "scale": False}),
+        Case("weighting='top1', task sequences", (task_params, _task_batch(3, seed + 2, 4)),
+             {"weighting": "top1"}),
+        Case("weighting='top1', causal=False", (wide, _random_batch(g, 3, 5, 4, 3, 7)),
+             {"weighting": "top1", "causal": False}),
+        Case("a batch of one sequence of two tokens, d_model=3, d_k=d_v=2",
+             (small, _random_batch(g, 1, 2, 3, 2, 3, graded=1.0))),
+        Case("integer-valued parameters (promote them to float64)",
+             (int_params, _random_batch(g, 2, 4, 4, 4, 3))),
+    ]
+
+
+def _forward_bug(mistake):
+    return lambda R, params, batch, **flags: _capstone(R).forward_mistake(mistake, params, batch, **flags)
+
+
+register(Spec(
+    name="model_forward",
+    cases=lambda: _model_cases(701),
+    outputs=("logits", "A"),
+    bugs=(
+        Bug("the scores are not divided by √d_k", _forward_bug("no_scale")),
+        Bug("the scores are divided by d_k instead of √d_k", _forward_bug("scale_by_d")),
+        Bug("the scores are divided by √d_model instead of √d_k (d_k = W_K.shape[1])",
+            _forward_bug("scale_by_d_model")),
+        Bug("the softmax normalises each column (over the queries) instead of each row",
+            _forward_bug("softmax_over_columns")),
+        Bug("the weights are softmaxed over every key and the masked ones zeroed afterwards, "
+            "so the visible weights no longer sum to 1", _forward_bug("mask_after_softmax")),
+        Bug("the causal mask is never applied (every position reads the future)",
+            _forward_bug("ignores_mask")),
+        Bug("the mask is the upper triangle (np.triu) instead of the lower one", _forward_bug("upper_mask")),
+        Bug("the causal mask is applied even when causal=False", _forward_bug("always_causal")),
+        Bug("the token vectors use only the name table (E_attr[attrs] is not added)",
+            _forward_bug("names_only")),
+        Bug("the output is Aᵀ V instead of A V", _forward_bug("transposed_weights")),
+    ),
+))
+
+
+# ---------------------------------------------------------------- model_backward
+
+def flat_backward(model_backward):
+    """The learner's ``model_backward`` as a function returning a flat tuple of arrays."""
+
+    def model_backward_flat(params, batch, **flags):
+        before = {k: np.array(v, copy=True) for k, v in params.items()}
+        result = model_backward(params, batch, **flags)
+        if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)):
+            raise TypeError("model_backward should return a pair (loss, grads) with grads a dict "
+                            f"keyed like params, but it returned a {type(result).__name__}")
+        loss, grads = result
+        missing = [k for k in PARAM_NAMES if k not in grads]
+        if missing:
+            raise KeyError(f"grads has no entry for {', '.join(missing)}")
+        for k in PARAM_NAMES:
+            if not np.array_equal(before[k], np.asarray(params[k])):
+                raise ValueError(f"model_backward changed params[{k!r}] in place; work on copies")
+        try:
+            loss = np.atleast_1d(np.asarray(loss, dtype=np.float64))   # the wire sends 0-d as (1,)
+        except (TypeError, ValueError):
+            raise TypeError(f"the loss should be a number, not a {type(loss).__name__}") from None
+        return (loss, *(grads[k] for k in PARAM_NAMES))
+
+    return model_backward_flat
+
+
+def _backward_bug(mistake):
+    def output(R, params, batch, **flags):
+        loss, grads = _capstone(R).backward_mistake(mistake, params, batch, **flags)
+        return (np.atleast_1d(np.asarray(loss, dtype=np.float64)), *(grads[k] for k in PARAM_NAMES))
+    return output
+
+
+def _compare_backward(R, case, mine):
+    from ..judge import compare_arrays, describe
+
+    spec = BACKWARD_SPEC
+    if not isinstance(mine, tuple) or len(mine) != len(spec.outputs):
+        return f"model_backward should return (loss, grads), but the grader received {describe(mine)}."
+    loss, grads = _capstone(R).model_backward(*case.args, **case.kwargs)
+    expected = (np.atleast_1d(np.asarray(loss, dtype=np.float64)), *(grads[k] for k in PARAM_NAMES))
+    problem = compare_arrays("The loss your model_backward returns", mine[0], expected[0], spec)
+    if problem and isinstance(mine[0], np.ndarray) and mine[0].shape != (1,):
+        return (f"The loss should be one number (the mean over the graded positions), but your "
+                f"model_backward returns an array of shape {mine[0].shape}.")
+    if problem:
+        return (problem + " The forward pass inside model_backward (token vectors, scores, mask, "
+                "weights, logits) or the mean cross-entropy over the positions with a target >= 0 "
+                "differs from the model of the lesson.")
+    # In the order backpropagation reaches them: the first wrong one is nearest the mistake.
+    for index in reversed(range(len(PARAM_NAMES))):
+        m, e = mine[1 + index], expected[1 + index]
+        problem = compare_arrays(f"Your grads[{PARAM_NAMES[index]!r}]", m, np.asarray(e), spec)
+        if problem:
+            return problem + " Your loss is right, so the mistake is in the backward pass."
+    return None
+
+
+def _own_gradient_check(fn):
+    """In the kernel: central differences of the learner's own loss against its gradients."""
+    g = rng(777)
+    params = _params(g, 4, 3, 3, 2, 2, 3)
+    batch = _random_batch(g, 2, 3, 4, 3, 3, graded=1.0)
+    errors = {}
+    try:
+        for weighting in ("softmax", "raw"):
+            analytic = fn(params, batch, weighting=weighting)
+            for index, name in enumerate(PARAM_NAMES):
+                x = np.array(params[name], dtype=np.float64)
+                numeric = np.zeros_like(x)
+                for i in np.ndindex(*x.shape):
+                    for sign in (1.0, -1.0):
+                        probe = dict(params)
+                        shifted = x.copy()
+                        shifted[i] += sign * 1e-5
+                        probe[name] = shifted
+                        loss = np.asarray(fn(probe, batch, weighting=weighting)[0]).reshape(-1)[0]
+                        numeric[i] += sign * float(loss) / 2e-5
+                mine = np.asarray(analytic[1 + index], dtype=np.float64)
+                scale = max(np.linalg.norm(mine), np.linalg.norm(numeric))
+                error = 0.0 if scale == 0 else float(np.linalg.norm(mine - numeric) / scale)
+                errors[f"{name} ({weighting})"] = error
+    except Exception as exc:                                  # reported by the judge
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    return {"relative_errors": errors}
+
+
+def _judge_own_gradient_check(measurements):
+    if "error" in measurements:
+        return f"The gradient check of your model_backward could not run: {measurements['error']}"
+    errors = measurements.get("relative_errors", {})
+    if not errors:
+        return "The gradient check of your model_backward did not run."
+    worst = max(errors, key=errors.get)
+    if errors[worst] > 1e-6:
+        return (f"Your gradients disagree with central differences of your own loss: relative error "
+                f"{errors[worst]:.2e} for {worst} (it should be below 1e-6).")
+    return None
+
+
+BACKWARD_SPEC = Spec(
+    name="model_backward",
+    cases=lambda: _model_cases(702),
+    outputs=("loss",) + GRAD_NAMES,
+    rtol=1e-7,
+    atol=1e-10,
+    compare=_compare_backward,
+    measure=_own_gradient_check,
+    judge_measurements=_judge_own_gradient_check,
+    bugs=(
+        Bug("the gradient of the logits is not divided by the number of graded positions "
+            "(the gradient of a sum, not of the mean)", _backward_bug("sum_not_mean")),
+        Bug("the backward pass leaves out the 1/√d_k of the scores (dQ and dK are √d_k times too big)",
+            _backward_bug("no_scale_backward")),
+        Bug("dK is computed as dS @ Q instead of dSᵀ @ Q", _backward_bug("dK_transpose")),
+        Bug("dQ is computed as dSᵀ @ K instead of dS @ K", _backward_bug("dQ_transpose")),
+        Bug("dV is computed as A @ dO instead of Aᵀ @ dO", _backward_bug("dV_transpose")),
+        Bug("the embedding gradients are accumulated with dE[ids] += dX, which keeps only one "
+            "contribution per repeated id (use np.add.at)", _backward_bug("embedding_assign")),
+        Bug("the softmax backward forgets to subtract each row's Σ a·dA (dS = A ⊙ dA)",
+            _backward_bug("softmax_backward_no_centre")),
+        Bug("no gradient reaches the embedding tables", _backward_bug("no_embedding_grad")),
+    ),
+)
+register(BACKWARD_SPEC)
+
+
+# ---------------------------------------------------------------- adam_step
+
+def adam_cases():
+    g = rng(703)
+    shape = (3, 4)
+    p, grad = g.normal(size=shape), g.normal(size=shape)
+    m, v = 0.1 * g.normal(size=shape), 0.01 * g.random(shape)
+    sparse = g.normal(size=(2, 5))
+    sparse[g.random((2, 5)) < 0.4] = 0.0
+    return [
+        Case("the first step (t=1) from m = v = 0, shape (3, 4)", (p, grad, np.zeros(shape), np.zeros(shape), 1)),
+        Case("step t=2 with m and v from earlier steps", (p, grad, m, v, 2)),
+        Case("step t=1000 (bias corrections near 1)", (p, grad, m, v, 1000)),
+        Case("lr=0.1, beta1=0.8, beta2=0.99, eps=1e-6 as keywords, t=3", (p, grad, m, v, 3),
+             {"lr": 0.1, "beta1": 0.8, "beta2": 0.99, "eps": 1e-6}),
+        Case("gradients of size 1e-10 (eps is not negligible there), t=1",
+             (g.normal(size=5), 1e-10 * g.normal(size=5), np.zeros(5), np.zeros(5), 1)),
+        Case("a gradient with exact zeros, t=4", (g.normal(size=(2, 5)), sparse, 0.1 * g.normal(size=(2, 5)),
+                                                  0.01 * g.random((2, 5)), 4)),
+        Case("integer p and g (promote them to float64), t=2",
+             (g.integers(-3, 4, size=(2, 3)), g.integers(-2, 3, size=(2, 3)), np.zeros((2, 3)), np.zeros((2, 3)), 2)),
+        Case("a 3-D parameter (2, 3, 4), t=5, lr=0.003", (g.normal(size=(2, 3, 4)), g.normal(size=(2, 3, 4)),
+                                                          0.1 * g.normal(size=(2, 3, 4)), 0.01 * g.random((2, 3, 4)), 5),
+             {"lr": 0.003}),
+    ]
+
+
+def _adam_bug(mistake):
+    return lambda R, *args, **kwargs: _capstone(R).adam_mistake(mistake, *args, **kwargs)
+
+
+register(Spec(
+    name="adam_step",
+    cases=adam_cases,
+    outputs=("p_new", "m_new", "v_new"),
+    bugs=(
+        Bug("the update is added instead of subtracted (gradient ascent)", _adam_bug("ascent")),
+        Bug("m and v are used without the bias corrections 1 − β₁ᵗ and 1 − β₂ᵗ",
+            _adam_bug("no_bias_correction")),
+        Bug("the update divides by v̂ + eps instead of √v̂ + eps", _adam_bug("no_sqrt")),
+        Bug("eps is put inside the square root (√(v̂ + eps))", _adam_bug("eps_inside_sqrt")),
+        Bug("v averages the gradient g instead of its square g²", _adam_bug("v_of_g")),
+        Bug("β₁ and β₂ are swapped", _adam_bug("betas_swapped")),
+    ),
+))
+
+
+# ---------------------------------------------------------------- the outcome of training
+
+def retrain(model_backward, adam_step):
+    """A function of (seed, steps) that trains a fresh model with the learner's two functions."""
+
+    def trained_model(seed, steps):
+        from attention_course import capstone as task
+
+        params = task.fit(model_backward, adam_step, task.init_params(seed),
+                          task.make_data(4096, seed + 1), steps, lr=OUTCOME_LR,
+                          batch_size=OUTCOME_BATCH, seed=seed)
+        return tuple(params[k] for k in PARAM_NAMES)
+
+    return trained_model
+
+
+def outcome_cases():
+    return [Case(f"a fresh model trained for {OUTCOME_STEPS} Adam steps (seed {OUTCOME_SEED}, lr "
+                 f"{OUTCOME_LR}, batch {OUTCOME_BATCH}) with your model_backward and adam_step",
+                 (OUTCOME_SEED, OUTCOME_STEPS))]
+
+
+def _judge_outcome(R, case, mine):
+    from attention_course import capstone as task
+
+    forward = _capstone(R).model_forward
+    cross_entropy = _capstone(R).cross_entropy
+    expected = task.init_params(case.args[0])
+    if not isinstance(mine, tuple) or len(mine) != len(PARAM_NAMES):
+        return "The trained model should be the six parameter arrays; the grader received something else."
+    for name, value in zip(PARAM_NAMES, mine):
+        if not isinstance(value, np.ndarray) or value.shape != expected[name].shape:
+            return (f"After training, {name} is not an array of shape {expected[name].shape}: "
+                    "adam_step must return (p_new, m_new, v_new) shaped like p.")
+        if not np.isfinite(value).all():
+            return (f"After training, {name} contains NaN or inf: the updates blew up. Check the sign "
+                    "and the square root in adam_step.")
+    params = dict(zip(PARAM_NAMES, mine))
+    held = task.make_data(HELD_OUT_SIZE, HELD_OUT_SEED)
+    seen = task.without_answer(held)                    # at inference the answer is not there yet
+    logits, A = forward(params, seen)
+    q = task.N_ITEMS                                    # the query's position
+    accuracy = float(np.mean(logits[:, q].argmax(axis=-1) == held["targets"][:, q]))
+    attention = float(np.mean(A[np.arange(HELD_OUT_SIZE), q, held["answer_pos"]]))
+    loss, _ = cross_entropy(logits, seen["targets"])
+    summary = (f"trained this way, the model answers {accuracy:.1%} of {HELD_OUT_SIZE} fresh held-out "
+               f"questions (needs ≥ {MIN_ACCURACY:.0%}), its held-out loss is {loss:.3f} (needs ≤ "
+               f"{MAX_LOSS}) and the query puts {attention:.3f} of its attention on the item that "
+               f"holds the answer (needs ≥ {MIN_ATTENTION})")
+    if accuracy < MIN_ACCURACY or attention < MIN_ATTENTION or loss > MAX_LOSS:
+        return (f"{summary[0].upper()}{summary[1:]}. Check the sign of the Adam update and its bias "
+                "corrections, and that your gradients pass the gradient check.")
+    return None
+
+
+register(Spec(
+    name="trained_model",
+    cases=outcome_cases,
+    outputs=PARAM_NAMES,
+    compare=_judge_outcome,
+))

@@ -1,0 +1,228 @@
+"""Hidden tests of lesson 08: ``tiled_attention`` (values on awkward cases, and peak memory)."""
+import numpy as np
+
+from ..spec import Bug, Case, Spec, register, rng
+
+# The memory check: one call at this size must stay under a tenth of one float64 score matrix.
+MEMORY_T, MEMORY_D, MEMORY_BLOCK = 4096, 64, 64
+SCORE_MATRIX_BYTES = MEMORY_T * MEMORY_T * 8                 # 134 MB
+MEMORY_LIMIT_BYTES = SCORE_MATRIX_BYTES // 10                # 13.4 MB
+SPOT_ROWS = (0, 1, 63, 64, 777, 2048, 4095)                  # rows checked against a direct softmax
+
+
+def tiled_cases():
+    g = rng(801)
+
+    def qkv(T_q, T_k, d_k, d_v, batch=(), spread=3.0):
+        return (spread * g.normal(size=batch + (T_q, d_k)),
+                spread * g.normal(size=batch + (T_k, d_k)),
+                g.normal(size=batch + (T_k, d_v)))
+
+    # Keys grow along the sequence, so nearly every new block raises the running max.
+    T = 13
+    rising_K = g.normal(size=(T, 4)) * np.linspace(1.0, 60.0, T)[:, None]
+    rising_Q, rising_V = 20.0 * g.normal(size=(T, 4)), g.normal(size=(T, 3))
+    # The largest key comes first: later blocks never raise the max, they only add to the sum.
+    falling_K = rising_K[::-1].copy()
+    # Scores of size ~1e4 in both directions.
+    huge_Q, huge_K = 100.0 * g.normal(size=(9, 4)), 100.0 * g.normal(size=(9, 4))
+    huge_V = g.normal(size=(9, 5))
+    return [
+        Case("T = 10, d_k = 6, d_v = 5, block_size = 3 (3 does not divide 10)",
+             qkv(10, 10, 6, 5), {"block_size": 3}),
+        Case("T = 7, block_size = 1 (one key at a time)", qkv(7, 7, 6, 4), {"block_size": 1}),
+        Case("T = 10, block_size = 64 (one block holds every key)", qkv(10, 10, 6, 5), {"block_size": 64}),
+        Case("T = 8, block_size = 8 (exactly one full block)", qkv(8, 8, 9, 3), {"block_size": 8}),
+        Case("T = 150, d_k = 9, d_v = 4 with the default block_size (64, 64 and a last block of 22)",
+             qkv(150, 150, 9, 4, spread=2.0)),
+        Case("causal, T = 10, block_size = 3", qkv(10, 10, 6, 5), {"block_size": 3, "causal": True}),
+        Case("causal, T = 7, block_size = 16 (one block: the mask must work inside it)",
+             qkv(7, 7, 6, 4), {"block_size": 16, "causal": True}),
+        Case("causal, T = 6, block_size = 1", qkv(6, 6, 6, 2), {"block_size": 1, "causal": True}),
+        Case("causal with a batch: Q, K of shape (2, 9, 6), V of shape (2, 9, 4), block_size = 4",
+             qkv(9, 9, 6, 4, batch=(2,)), {"block_size": 4, "causal": True}),
+        Case("T_q = 5 queries reading T_k = 13 keys, batch (2,), d_k = 9, block_size = 4",
+             qkv(5, 13, 9, 4, batch=(2,)), {"block_size": 4}),
+        Case("T_q = 12 queries reading T_k = 5 keys, block_size = 2", qkv(12, 5, 6, 3), {"block_size": 2}),
+        Case("two batch dimensions (2, 3), T = 8, causal, block_size = 3",
+             qkv(8, 8, 6, 5, batch=(2, 3)), {"block_size": 3, "causal": True}),
+        Case("keys that grow along the sequence (each block raises the max), block_size = 3",
+             (rising_Q, rising_K, rising_V), {"block_size": 3}),
+        Case("keys that grow along the sequence, causal, block_size = 4",
+             (rising_Q, rising_K, rising_V), {"block_size": 4, "causal": True}),
+        Case("the largest key comes first (the max never rises), block_size = 3",
+             (rising_Q, falling_K, rising_V), {"block_size": 3}),
+        Case("scores of about ±1e4, block_size = 2", (huge_Q, huge_K, huge_V), {"block_size": 2}),
+        Case("scores of about ±1e4, causal, block_size = 4", (huge_Q, huge_K, huge_V),
+             {"block_size": 4, "causal": True}),
+        Case("integer Q, K, V of shape (6, 3), block_size = 4",
+             tuple(g.integers(-3, 4, size=(6, 3)) for _ in range(3)), {"block_size": 4}),
+    ]
+
+
+# ---------------------------------------------------------------- catalogued mistakes
+
+def _tiled_variant(Q, K, V, block_size=64, causal=False, *, scale="sqrt_dk", shift=True,
+                   rescale_sum=True, rescale_acc=True, drop_last_keys=False,
+                   drop_last_queries=False, causal_by="position"):
+    """Tiled attention over key blocks with one mistake switched on (all rows at once)."""
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k, d_k, d_v = Q.shape[-2], K.shape[-2], K.shape[-1], V.shape[-1]
+    factor = {"sqrt_dk": d_k ** -0.5, "none": 1.0, "dk": 1.0 / d_k, "sqrt_dv": d_v ** -0.5}[scale]
+    B = block_size
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    m = np.full(batch + (T_q, 1), -np.inf)                         # (..., T_q, 1)
+    l = np.zeros(batch + (T_q, 1))                                 # (..., T_q, 1)
+    acc = np.zeros(batch + (T_q, d_v))                             # (..., T_q, d_v)
+    i = np.arange(T_q)[:, None]                                    # (T_q, 1)
+    stop_at = T_k - B + 1 if drop_last_keys else T_k
+    for start in range(0, max(stop_at, 0), B):
+        stop = min(start + B, T_k)
+        s = Q @ np.swapaxes(K[..., start:stop, :], -1, -2) * factor    # (..., T_q, b)
+        j = np.arange(start, stop)[None, :]                             # (1, b)
+        if causal:
+            # by block: key block [start, stop) is read whole by every query i >= start,
+            # which is the same as "key block index <= query block index".
+            visible = (j <= i) if causal_by == "position" else np.broadcast_to(start <= i, (T_q, stop - start))
+            s = np.where(visible, s, -np.inf)
+        m_new = np.maximum(m, s.max(axis=-1, keepdims=True)) if shift else np.zeros_like(m)
+        safe = np.where(np.isfinite(m_new), m_new, 0.0)
+        p = np.exp(s - safe)                                            # (..., T_q, b)
+        c = np.exp(np.where(np.isfinite(m), m, safe) - safe)            # (..., T_q, 1)
+        l = (l * c if rescale_sum else l) + p.sum(axis=-1, keepdims=True)
+        acc = (acc * c if rescale_acc else acc) + p @ V[..., start:stop, :]
+        m = m_new
+    O = acc / l
+    if drop_last_queries:
+        O[..., (T_q // B) * B:, :] = 0.0
+    return O
+
+
+def _bug(**mistake):
+    return lambda R, Q, K, V, block_size=64, causal=False: _tiled_variant(
+        Q, K, V, block_size, causal, **mistake)
+
+
+def _per_block_softmax_averaged(R, Q, K, V, block_size=64, causal=False):
+    """Per-block softmax, normalised inside each block and then averaged: no running max at all."""
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_k = K.shape[-2]
+    O, n = 0.0, 0
+    for start in range(0, T_k, block_size):
+        mask = None
+        if causal:
+            mask = np.arange(start, min(start + block_size, T_k))[None, :] <= np.arange(Q.shape[-2])[:, None]
+        O = O + R.scaled_dot_product_attention(Q, K[..., start:start + block_size, :],
+                                               V[..., start:start + block_size, :], mask)[0]
+        n += 1
+    return O / n
+
+
+BUGS = (
+    Bug("the running sum l is not rescaled by exp(m_old − m_new) when a block raises the running max",
+        _bug(rescale_sum=False)),
+    Bug("the accumulator of weighted values is not rescaled by exp(m_old − m_new) when a block raises "
+        "the running max", _bug(rescale_acc=False)),
+    Bug("neither the running sum nor the accumulator is rescaled when the running max rises",
+        _bug(rescale_sum=False, rescale_acc=False)),
+    Bug("the last, partial block of keys is skipped (the loop stops at the last full block)",
+        _bug(drop_last_keys=True)),
+    Bug("the last, partial block of queries is never computed, so its rows stay 0",
+        _bug(drop_last_queries=True)),
+    Bug("the last partial blocks of both queries and keys are skipped",
+        _bug(drop_last_keys=True, drop_last_queries=True)),
+    Bug("the causal mask is applied by block, not by position: a key block is read whole once it "
+        "starts at or before the query, so inside the diagonal block a query also reads later keys "
+        "(mask with j <= i per position)",
+        _bug(causal_by="block")),
+    Bug("the scores are not divided by √d_k", _bug(scale="none")),
+    Bug("the scores are divided by d_k instead of √d_k", _bug(scale="dk")),
+    Bug("the scores are divided by √d_v instead of √d_k (d_k = K.shape[-1])", _bug(scale="sqrt_dv")),
+    Bug("each block's softmax is normalised on its own and the blocks' reads are averaged, instead of "
+        "keeping one running max and one running sum across blocks", _per_block_softmax_averaged),
+)
+
+
+# ---------------------------------------------------------------- in-kernel memory measurement
+
+def measure_peak_memory(fn):
+    """Call ``fn`` at T = 4096, d = 64, block 64 (full and causal) under tracemalloc, in the kernel.
+
+    Returns, per mode, the peak bytes allocated during the call (inputs made beforehand are not
+    counted) and the largest error on a few rows recomputed directly, so a function cannot pass
+    the memory check by returning something cheap that is wrong.
+    """
+    import tracemalloc
+
+    from ..quiet import call_quietly
+
+    g = rng(808)
+    Q, K, V = (g.standard_normal((MEMORY_T, MEMORY_D)) for _ in range(3))
+    report = {}
+    for mode, causal in (("full", False), ("causal", True)):
+        entry = {}
+        was_tracing = tracemalloc.is_tracing()
+        if not was_tracing:
+            tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            O = call_quietly(fn, Q, K, V, block_size=MEMORY_BLOCK, causal=causal)
+            if not tracemalloc.is_tracing():
+                entry["problem"] = "the function stopped tracemalloc, so its memory cannot be measured."
+            else:
+                entry["peak"] = int(tracemalloc.get_traced_memory()[1] - base)
+        except Exception as exc:  # the learner's error, reported by the judge
+            entry["problem"] = f"it raised {type(exc).__name__}: {exc}"[:400]
+            O = None
+        finally:
+            if not was_tracing and tracemalloc.is_tracing():
+                tracemalloc.stop()
+        if O is not None and "problem" not in entry:
+            if not isinstance(O, np.ndarray) or O.shape != (MEMORY_T, MEMORY_D):
+                entry["problem"] = (f"it returned {type(O).__name__} of shape {getattr(O, 'shape', None)}, "
+                                    f"not an array of shape ({MEMORY_T}, {MEMORY_D}).")
+            else:
+                errors = []
+                for i in SPOT_ROWS:
+                    n = i + 1 if causal else MEMORY_T
+                    s = K[:n] @ Q[i] / np.sqrt(MEMORY_D)                   # (n,)
+                    w = np.exp(s - s.max())
+                    errors.append(np.abs(O[i] - (w / w.sum()) @ V[:n]).max())
+                error = float(np.max(errors))
+                entry["error"] = error if np.isfinite(error) else 1e300
+        report[mode] = entry
+    return report
+
+
+def judge_peak_memory(measurements):
+    """Why the measured memory (or the spot-checked rows) fail, in plain words, or None."""
+    for mode, label in (("full", "causal=False"), ("causal", "causal=True")):
+        entry = measurements.get(mode)
+        where = f"At T = {MEMORY_T}, d = {MEMORY_D}, block_size = {MEMORY_BLOCK} ({label})"
+        if not entry:
+            return f"{where} the memory measurement did not run; run the whole notebook again."
+        if "problem" in entry:
+            return f"{where} {entry['problem']}"
+        if entry.get("error", 1e300) > 1e-9:
+            return (f"{where} your output differs from attention computed directly by up to "
+                    f"{entry['error']:.3g} on some rows.")
+        if entry["peak"] >= MEMORY_LIMIT_BYTES:
+            return (f"{where} your tiled_attention allocated up to {entry['peak'] / 1e6:.1f} MB at its "
+                    f"peak, but it must stay under {MEMORY_LIMIT_BYTES / 1e6:.1f} MB, a tenth of the "
+                    f"{SCORE_MATRIX_BYTES / 1e6:.0f} MB one full float64 score matrix takes. Never build "
+                    "a T × T array (scores, weights or a causal mask), and avoid copying Q, K and V: "
+                    "work on one block of keys (and of queries) at a time.")
+    return None
+
+
+register(Spec(
+    name="tiled_attention",
+    cases=tiled_cases,
+    outputs=("O",),
+    rtol=1e-7,
+    atol=1e-10,
+    bugs=BUGS,
+    measure=measure_peak_memory,
+    judge_measurements=judge_peak_memory,
+))

@@ -1,0 +1,121 @@
+"""Measuring what attention costs (lesson 08): wall-clock time and peak memory of one call.
+
+Both helpers call the function exactly as given and return its result too, so a lesson can
+check the answer it timed. Memory is measured with ``tracemalloc``, which sees every NumPy
+array allocated during the call; arrays that existed before the call are not counted.
+"""
+import time
+import tracemalloc
+
+
+def peak_memory(fn, *args, **kwargs):
+    """``(result, peak)``: ``fn(*args, **kwargs)`` and the most bytes it held at once during the call.
+
+    The peak counts everything allocated inside the call that was alive at the worst moment,
+    including the returned array; inputs created beforehand are not counted.
+    """
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        result = fn(*args, **kwargs)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        if not was_tracing:
+            tracemalloc.stop()
+    return result, peak - before
+
+
+def best_time(fn, *args, repeats=2, **kwargs):
+    """``(result, seconds)``: the shortest wall-clock time of ``repeats`` calls of ``fn``.
+
+    The shortest run is the one least disturbed by whatever else the machine was doing.
+    """
+    best, result = float("inf"), None
+    for _ in range(max(1, repeats)):
+        start = time.perf_counter()
+        result = fn(*args, **kwargs)
+        best = min(best, time.perf_counter() - start)
+    return result, best
+
+
+def online_softmax_mistakes(Q, K, V, block_size, causal=False):
+    """What tiled attention returns when the rescaling step is forgotten, as ``(mistake, O)`` pairs.
+
+    For the visible checks of lesson 08, which use them to name a mistake: each pair completes
+    the sentence "your output is exactly what you get when ...". Small inputs only (it builds the
+    T_q × T_k scores). The keys are cut into blocks of ``block_size``; ``m_j`` is the running max
+    just after the block holding key j, and ``m`` the final max.
+    """
+    import numpy as np
+
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])          # (..., T_q, T_k)
+    T_q, T_k = s.shape[-2:]
+    if causal:
+        s = np.where(np.tril(np.ones((T_q, T_k), dtype=bool)), s, -np.inf)
+    starts = list(range(0, T_k, block_size))
+    block_max = np.stack([s[..., a:a + block_size].max(axis=-1) for a in starts], axis=-1)
+    running = np.maximum.accumulate(block_max, axis=-1)            # (..., T_q, n_blocks)
+    m_j = np.repeat(running, block_size, axis=-1)[..., :T_k]        # (..., T_q, T_k)
+    m = running[..., -1:]                                           # (..., T_q, 1)
+    right = np.exp(s - m)                                           # every term relative to the final max
+    stale = np.exp(s - m_j)                                         # each term relative to its block's max
+    l, l_stale = right.sum(axis=-1, keepdims=True), stale.sum(axis=-1, keepdims=True)
+    acc, acc_stale = right @ V, stale @ V
+    return [
+        ("the running sum l is not multiplied by exp(m_old − m_new) when a block raises the max",
+         acc / l_stale),
+        ("the accumulator is not multiplied by exp(m_old − m_new) when a block raises the max",
+         acc_stale / l),
+        ("neither the running sum nor the accumulator is rescaled when a block raises the max",
+         acc_stale / l_stale),
+    ]
+
+
+def tiled_attention_mistakes(Q, K, V, block_size, causal=False):
+    """Common wrong answers of tiled attention on small inputs, as ``(mistake, O)`` pairs.
+
+    For the visible checks of lesson 08: wrong scale, a skipped last partial block (of keys or
+    of queries), a causal mask applied by block instead of by position, and the forgotten
+    rescalings of :func:`online_softmax_mistakes`. Each output is computed directly (it builds
+    the T_q × T_k scores, so keep the inputs small).
+    """
+    import numpy as np
+
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k, d_k, d_v = Q.shape[-2], K.shape[-2], K.shape[-1], V.shape[-1]
+    i, j = np.arange(T_q)[:, None], np.arange(T_k)[None, :]
+
+    def attend(Q, K, V, visible=None, divisor=np.sqrt(d_k)):
+        s = Q @ np.swapaxes(K, -1, -2) / divisor                     # (..., T_q, T_k)
+        if visible is not None:
+            s = np.where(visible, s, -np.inf)
+        w = np.exp(s - s.max(axis=-1, keepdims=True))
+        return (w / w.sum(axis=-1, keepdims=True)) @ V               # (..., T_q, d_v)
+
+    visible = (j <= i) if causal else None
+    full_blocks = (T_k // block_size) * block_size
+    mistakes = [
+        ("the scores are not divided by √d_k", attend(Q, K, V, visible, 1.0)),
+        ("the scores are divided by d_k instead of √d_k", attend(Q, K, V, visible, float(d_k))),
+        ("the scores are divided by √d_v instead of √d_k (d_k = K.shape[-1])",
+         attend(Q, K, V, visible, np.sqrt(d_v))),
+    ]
+    if 0 < full_blocks < T_k:
+        cut = None if visible is None else visible[:, :full_blocks]
+        mistakes.append(("the last, partial block of keys is skipped (the loop stops at the last "
+                         "full block: use stop = min(start + block_size, T))",
+                         attend(Q, K[..., :full_blocks, :], V[..., :full_blocks, :], cut)))
+    if (T_q // block_size) * block_size < T_q:
+        rows_missing = attend(Q, K, V, visible)
+        rows_missing[..., (T_q // block_size) * block_size:, :] = 0.0
+        mistakes.append(("the last, partial block of queries is never computed, so its rows stay 0",
+                         rows_missing))
+    if causal:
+        mistakes.append(("the causal mask is applied by block, not by position: a query also reads "
+                         "the later keys of its own block (mask with j <= i inside the diagonal tile)",
+                         attend(Q, K, V, j // block_size <= i // block_size)))
+    return mistakes + online_softmax_mistakes(Q, K, V, block_size, causal)

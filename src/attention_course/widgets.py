@@ -1,0 +1,207 @@
+"""Interactive explorers for lessons 02 and 03 (ipywidgets) that also run headless.
+
+Each explorer comes in two halves:
+
+- a pure function that computes everything the explorer shows (``it_example_state``,
+  ``saturation_state``); you can call it, print it and test it without a browser;
+- a builder (``it_explorer``, ``saturation_explorer``) that wires sliders to that function,
+  draws the initial state at once, and redraws on every change.
+
+The explorers hold no answers: they take the functions that do the work (your own, from the
+lesson) as arguments, and show a short message until those functions are implemented.
+
+Every control has a fixed ``description`` and every display a CSS class (``it-explorer-*``,
+``saturation-explorer-*``), so a browser test can find them.
+"""
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import numpy as np
+
+from . import plots, seeds
+
+# ---------------------------------------------------------------------------------------------
+# Lesson 02: the "it" example of seed 004
+# ---------------------------------------------------------------------------------------------
+
+
+def prefix_read(attention_fn, X, W_Q, W_K, W_V, query, causal=True):
+    """What position ``query`` reads, using a self-attention function that has no mask.
+
+    A causal read of position ``i`` sees positions ``0..i`` only, which is exactly an ordinary
+    (unmasked) read of the prefix ``X[:i + 1]``. So ``attention_fn(X, W_Q, W_K, W_V) -> (O, A)``
+    is called on the prefix (causal) or on the whole sequence (not causal).
+
+    Returns ``(weights, output)``: ``weights`` has one entry per position of ``X`` (zero for the
+    positions not read), ``output`` is the query's new vector, shape ``(d_v,)``.
+    """
+    X = np.asarray(X, dtype=float)                       # (T, d_model)
+    T = X.shape[0]
+    stop = query + 1 if causal else T
+    O, A = attention_fn(X[:stop], W_Q, W_K, W_V)         # (stop, d_v), (stop, stop)
+    weights = np.zeros(T)                                # (T,)
+    weights[:stop] = np.asarray(A, dtype=float)[query]
+    return weights, np.asarray(O, dtype=float)[query]    # (T,), (d_v,)
+
+
+def causal_read(attention_fn, X, W_Q, W_K, W_V):
+    """Every position's causal read, stacked: ``(O (T, d_v), A (T, T))`` with ``A`` lower-triangular."""
+    reads = [prefix_read(attention_fn, X, W_Q, W_K, W_V, i, causal=True) for i in range(len(X))]
+    A = np.stack([w for w, _ in reads])                  # (T, T)
+    O = np.stack([o for _, o in reads])                  # (T, d_v)
+    return O, A
+
+
+def it_example_state(attention_fn, x_it=(0.2, 0.3, 0.0), query="it", causal=True):
+    """Seed 004's sentence "The cat sat it" with the vector of "it" replaced by ``x_it``.
+
+    Returns a dict with the ``tokens``, the input ``X`` (4, 3), the projections ``W_Q``, ``W_K``,
+    ``W_V``, the values ``V`` (4, 2), the ``query`` token and its index ``q``, and what that token
+    reads: ``weights`` (4,) and ``output`` (2,).
+    """
+    X, W_Q, W_K, W_V, tokens = seeds.the_cat_sat_it()
+    X[tokens.index("it")] = np.asarray(x_it, dtype=float)
+    q = tokens.index(query)
+    weights, output = prefix_read(attention_fn, X, W_Q, W_K, W_V, q, causal=causal)
+    return {"tokens": tokens, "X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "V": X @ W_V,
+            "query": query, "q": q, "causal": causal, "weights": weights, "output": output}
+
+
+def describe_read(state):
+    """One line of text: who the query reads, with what weight, and the vector it gets back."""
+    shares = " · ".join(f"{t} {w:.3f}" for t, w in zip(state["tokens"], state["weights"]))
+    out = ", ".join(f"{v:.3f}" for v in state["output"])
+    mask = "causal" if state["causal"] else "no mask"
+    return f'"{state["query"]}" reads ({mask}): {shares} → output [{out}]'
+
+
+def _draw_it_state(state):
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    plots.shares_bar(state["weights"], state["tokens"], highlight=state["query"], ax=left,
+                     title=f'Weights of "{state["query"]}"'
+                     + (" (causal)" if state["causal"] else " (no mask)"))
+    plots.vectors_2d(state["V"], state["tokens"], moved={state["query"]: state["output"]}, ax=right,
+                     title=f'Values, and the output of "{state["query"]}"')
+    right.set_xlabel("value coordinate 1")
+    right.set_ylabel("value coordinate 2")
+    fig.tight_layout()
+    return fig
+
+
+def _not_ready(exc):
+    return ("<i>Implement the function this explorer uses in the lesson above, run its cell, "
+            f"then run this cell again.</i> ({type(exc).__name__})")
+
+
+def it_explorer(attention_fn, x_it=(0.2, 0.3, 0.0), query="it", causal=True):
+    """Sliders for the three coordinates of "it", a query dropdown and a causal-mask checkbox.
+
+    ``attention_fn(X, W_Q, W_K, W_V) -> (O, A)`` is an unmasked self-attention (your
+    ``self_attention``); the causal read is done on prefixes (see ``prefix_read``). Shows a bar
+    chart of the query's weights, its output among the value vectors, and the same numbers as a
+    line of text. Returns the widget box (display it by leaving it last in a cell).
+    """
+    _, _, _, _, tokens = seeds.the_cat_sat_it()
+    sliders = [widgets.FloatSlider(value=float(v), min=-1.0, max=2.0, step=0.05,
+                                   description=f"x_it[{i}]", readout_format=".2f",
+                                   continuous_update=False)
+               for i, v in enumerate(x_it)]
+    chooser = widgets.Dropdown(options=tokens, value=query, description="query")
+    masked = widgets.Checkbox(value=causal, description="causal mask")
+    line = widgets.HTML()
+    line.add_class("it-explorer-weights")
+
+    def show(a, b, c, query, causal):
+        try:
+            state = it_example_state(attention_fn, (a, b, c), query, causal)
+        except NotImplementedError as exc:
+            line.value = _not_ready(exc)
+            return
+        line.value = describe_read(state)
+        figure = _draw_it_state(state)
+        plt.show()
+        plt.close(figure)
+
+    plot = widgets.interactive_output(show, {"a": sliders[0], "b": sliders[1], "c": sliders[2],
+                                             "query": chooser, "causal": masked})
+    plot.add_class("it-explorer-plot")
+    controls = widgets.HBox([widgets.VBox(sliders), widgets.VBox([chooser, masked])])
+    return widgets.VBox([controls, line, plot])
+
+
+# ---------------------------------------------------------------------------------------------
+# Lesson 03: softmax saturation as d_k grows
+# ---------------------------------------------------------------------------------------------
+
+#: The widths the saturation explorer offers.
+D_K_CHOICES = tuple(2 ** p for p in range(11))          # 1, 2, 4, ..., 1024
+
+
+def entropy(p):
+    """Entropy in nats of the distributions along the last axis (0 · log 0 counts as 0)."""
+    p = np.asarray(p, dtype=float)
+    safe = np.where(p > 0, p, 1.0)
+    return -np.sum(p * np.log(safe), axis=-1)
+
+
+def saturation_state(softmax_fn, jacobian_fn, d_k, temperature=1.0, scaled=True, n_keys=8, seed=0):
+    """One query reads ``n_keys`` keys, all standard normal in ``d_k`` dimensions.
+
+    The logits are ``K q / (temperature · √d_k)`` when ``scaled``, else ``K q / temperature``.
+    ``softmax_fn`` turns them into weights and ``jacobian_fn(p)`` gives the softmax Jacobian at
+    those weights. Returns a dict with ``logits``, ``weights``, ``max_weight``, ``entropy``
+    (nats), ``jacobian_norm`` (Frobenius) and the ``divisor`` the dot products were divided by.
+    """
+    g = np.random.default_rng(seed)
+    q = g.standard_normal(d_k)                           # (d_k,)
+    K = g.standard_normal((n_keys, d_k))                 # (n_keys, d_k)
+    divisor = temperature * (np.sqrt(d_k) if scaled else 1.0)
+    logits = K @ q / divisor                             # (n_keys,)
+    weights = np.asarray(softmax_fn(logits), dtype=float)
+    J = np.asarray(jacobian_fn(weights), dtype=float)    # (n_keys, n_keys)
+    return {"d_k": d_k, "temperature": temperature, "scaled": scaled, "divisor": divisor,
+            "logits": logits, "weights": weights, "max_weight": float(weights.max()),
+            "entropy": float(entropy(weights)), "jacobian_norm": float(np.linalg.norm(J))}
+
+
+def describe_saturation(state):
+    """One line of text with the numbers the saturation explorer shows."""
+    shares = ", ".join(f"{w:.3f}" for w in state["weights"])
+    return (f"d_k = {state['d_k']}, divisor {state['divisor']:.3g}: weights [{shares}]; "
+            f"max weight {state['max_weight']:.3f}, entropy {state['entropy']:.3f} nats "
+            f"(uniform: {np.log(len(state['weights'])):.3f}), "
+            f"‖Jacobian‖ {state['jacobian_norm']:.3g}")
+
+
+def saturation_explorer(softmax_fn, jacobian_fn, d_k=64, temperature=1.0, scaled=True, n_keys=8):
+    """A ``d_k`` slider, a temperature slider and a "divide by √d_k" checkbox.
+
+    Shows the weights one query gives ``n_keys`` random keys as bars, with the max weight, the
+    entropy and the norm of the softmax Jacobian as a line of text. Returns the widget box.
+    """
+    width = widgets.SelectionSlider(options=list(D_K_CHOICES), value=d_k, description="d_k",
+                                    continuous_update=False)
+    heat = widgets.FloatLogSlider(value=temperature, base=10, min=-1, max=1, step=0.05,
+                                  description="temperature", readout_format=".2f",
+                                  continuous_update=False)
+    divide = widgets.Checkbox(value=scaled, description="divide by √d_k")
+    line = widgets.HTML()
+    line.add_class("saturation-explorer-numbers")
+    labels = [f"k{j + 1}" for j in range(n_keys)]
+
+    def show(d_k, temperature, scaled):
+        try:
+            state = saturation_state(softmax_fn, jacobian_fn, d_k, temperature, scaled, n_keys)
+        except NotImplementedError as exc:
+            line.value = _not_ready(exc)
+            return
+        line.value = describe_saturation(state)
+        ax = plots.shares_bar(state["weights"], labels,
+                              title=f"One query reads {n_keys} random keys, d_k = {d_k}"
+                              + (", scaled" if scaled else ", unscaled"))
+        ax.set_xlabel("key")
+        plt.show()
+        plt.close(ax.figure)
+
+    plot = widgets.interactive_output(show, {"d_k": width, "temperature": heat, "scaled": divide})
+    plot.add_class("saturation-explorer-plot")
+    return widgets.VBox([widgets.HBox([width, heat, divide]), line, plot])

@@ -1,0 +1,324 @@
+"""Learner answers for lesson 05 (softmax_backward, numerical_gradient, attention_backward,
+self_attention_backward).
+
+The notebook provides ``softmax``, ``scaled_dot_product_attention`` and ``self_attention``;
+entries may call them and any graded function defined earlier in the notebook.
+"""
+
+WRONG = {
+    "softmax_backward": {
+        "missing_subtraction": '''
+def softmax_backward(dA, A):
+    return np.asarray(A, dtype=float) * np.asarray(dA, dtype=float)
+''',
+        "plain_row_sum": '''
+def softmax_backward(dA, A):
+    dA, A = np.asarray(dA, dtype=float), np.asarray(A, dtype=float)
+    return A * (dA - dA.sum(axis=-1, keepdims=True))
+''',
+        "diagonal_of_jacobian_only": '''
+def softmax_backward(dA, A):
+    dA, A = np.asarray(dA, dtype=float), np.asarray(A, dtype=float)
+    return A * (1 - A) * dA
+''',
+        "weighted_sum_down_the_columns": '''
+def softmax_backward(dA, A):
+    dA, A = np.asarray(dA, dtype=float), np.asarray(A, dtype=float)
+    return A * (dA - np.sum(dA * A, axis=0, keepdims=True))
+''',
+        "sum_without_keepdims": '''
+def softmax_backward(dA, A):
+    dA, A = np.asarray(dA, dtype=float), np.asarray(A, dtype=float)
+    return A * (dA - np.sum(dA * A, axis=-1))
+''',
+        "jacobian_for_one_row_only": '''
+def softmax_backward(dA, A):
+    J = np.diag(A) - np.outer(A, A)
+    return J @ dA
+''',
+    },
+    "numerical_gradient": {
+        "forward_difference": '''
+def numerical_gradient(f, x, h=1e-5):
+    x = np.array(x, dtype=float)
+    grad = np.zeros_like(x)
+    base = f(x.copy())
+    for i in np.ndindex(x.shape):
+        xp = x.copy()
+        xp[i] += h
+        grad[i] = (f(xp) - base) / h
+    return grad
+''',
+        "divides_by_h": '''
+def numerical_gradient(f, x, h=1e-5):
+    x = np.array(x, dtype=float)
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        xp, xm = x.copy(), x.copy()
+        xp[i] += h
+        xm[i] -= h
+        grad[i] = (f(xp) - f(xm)) / h
+    return grad
+''',
+        "mutates_x_and_never_restores": '''
+def numerical_gradient(f, x, h=1e-5):
+    grad = np.zeros(x.shape)
+    for i in np.ndindex(x.shape):
+        old = x[i]
+        x[i] = old + h
+        f_plus = f(x.copy())
+        x[i] = old - h
+        f_minus = f(x.copy())
+        grad[i] = (f_plus - f_minus) / (2 * h)
+    return grad
+''',
+        "integer_copy": '''
+def numerical_gradient(f, x, h=1e-5):
+    x = np.copy(x)
+    grad = np.zeros(x.shape)
+    for i in np.ndindex(x.shape):
+        old = x[i]
+        x[i] = old + h
+        f_plus = f(x.copy())
+        x[i] = old - h
+        f_minus = f(x.copy())
+        x[i] = old
+        grad[i] = (f_plus - f_minus) / (2 * h)
+    return grad
+''',
+        "ignores_h": '''
+def numerical_gradient(f, x, h=1e-5):
+    step = 1e-5
+    x = np.array(x, dtype=float)
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        xp, xm = x.copy(), x.copy()
+        xp[i] += step
+        xm[i] -= step
+        grad[i] = (f(xp) - f(xm)) / (2 * step)
+    return grad
+''',
+        "hands_f_the_working_array": '''
+def numerical_gradient(f, x, h=1e-5):
+    probe = np.array(x, dtype=float)
+    grad = np.zeros_like(probe)
+    for i in np.ndindex(probe.shape):
+        old = probe[i]
+        probe[i] = old + h
+        f_plus = f(probe)
+        probe[i] = old - h
+        f_minus = f(probe)
+        probe[i] = old
+        grad[i] = (f_plus - f_minus) / (2 * h)
+    return grad
+''',
+    },
+    "attention_backward": {
+        "dV_not_transposed": '''
+def attention_backward(dO, Q, K, V, mask=None):
+    dO, Q, K, V = (np.asarray(M, dtype=float) for M in (dO, Q, K, V))
+    _, A = scaled_dot_product_attention(Q, K, V, mask)
+    dV = A @ dO
+    dS = softmax_backward(dO @ np.swapaxes(V, -1, -2), A) / np.sqrt(K.shape[-1])
+    return dS @ K, np.swapaxes(dS, -1, -2) @ Q, dV
+''',
+        "missing_scale": '''
+def attention_backward(dO, Q, K, V, mask=None):
+    dO, Q, K, V = (np.asarray(M, dtype=float) for M in (dO, Q, K, V))
+    _, A = scaled_dot_product_attention(Q, K, V, mask)
+    dV = np.swapaxes(A, -1, -2) @ dO
+    dS = softmax_backward(dO @ np.swapaxes(V, -1, -2), A)
+    return dS @ K, np.swapaxes(dS, -1, -2) @ Q, dV
+''',
+        "mask_ignored": '''
+def attention_backward(dO, Q, K, V, mask=None):
+    dO, Q, K, V = (np.asarray(M, dtype=float) for M in (dO, Q, K, V))
+    _, A = scaled_dot_product_attention(Q, K, V)
+    dV = np.swapaxes(A, -1, -2) @ dO
+    dS = softmax_backward(dO @ np.swapaxes(V, -1, -2), A) / np.sqrt(K.shape[-1])
+    return dS @ K, np.swapaxes(dS, -1, -2) @ Q, dV
+''',
+        "dK_missing_transpose": '''
+def attention_backward(dO, Q, K, V, mask=None):
+    dO, Q, K, V = (np.asarray(M, dtype=float) for M in (dO, Q, K, V))
+    _, A = scaled_dot_product_attention(Q, K, V, mask)
+    dV = np.swapaxes(A, -1, -2) @ dO
+    dS = softmax_backward(dO @ np.swapaxes(V, -1, -2), A) / np.sqrt(K.shape[-1])
+    return dS @ K, dS @ Q, dV
+''',
+        "softmax_backward_without_subtraction": '''
+def attention_backward(dO, Q, K, V, mask=None):
+    dO, Q, K, V = (np.asarray(M, dtype=float) for M in (dO, Q, K, V))
+    _, A = scaled_dot_product_attention(Q, K, V, mask)
+    dV = np.swapaxes(A, -1, -2) @ dO
+    dS = A * (dO @ np.swapaxes(V, -1, -2)) / np.sqrt(K.shape[-1])
+    return dS @ K, np.swapaxes(dS, -1, -2) @ Q, dV
+''',
+        "plain_transpose_breaks_batches": '''
+def attention_backward(dO, Q, K, V, mask=None):
+    dO, Q, K, V = (np.asarray(M, dtype=float) for M in (dO, Q, K, V))
+    _, A = scaled_dot_product_attention(Q, K, V, mask)
+    dV = A.T @ dO
+    dS = softmax_backward(dO @ V.T, A) / np.sqrt(K.shape[-1])
+    return dS @ K, dS.T @ Q, dV
+''',
+    },
+    "self_attention_backward": {
+        "weights_not_summed_over_batch": '''
+def self_attention_backward(dO, X, W_Q, W_K, W_V, mask=None):
+    X = np.asarray(X, dtype=float)
+    dQ, dK, dV = attention_backward(dO, X @ W_Q, X @ W_K, X @ W_V, mask)
+    Xt = np.swapaxes(X, -1, -2)
+    dX = dQ @ W_Q.T + dK @ W_K.T + dV @ W_V.T
+    return dX, Xt @ dQ, Xt @ dK, Xt @ dV
+''',
+        "dX_misses_the_key_path": '''
+def self_attention_backward(dO, X, W_Q, W_K, W_V, mask=None):
+    X = np.asarray(X, dtype=float)
+    dQ, dK, dV = attention_backward(dO, X @ W_Q, X @ W_K, X @ W_V, mask)
+    Xt = np.swapaxes(X, -1, -2)
+    dX = dQ @ W_Q.T + dV @ W_V.T
+    sum_batch = lambda G, W: G.reshape(-1, *W.shape).sum(axis=0)
+    return dX, sum_batch(Xt @ dQ, W_Q), sum_batch(Xt @ dK, W_K), sum_batch(Xt @ dV, W_V)
+''',
+        "transposed_weight_gradients": '''
+def self_attention_backward(dO, X, W_Q, W_K, W_V, mask=None):
+    X = np.asarray(X, dtype=float)
+    dQ, dK, dV = attention_backward(dO, X @ W_Q, X @ W_K, X @ W_V, mask)
+    dX = dQ @ W_Q.T + dK @ W_K.T + dV @ W_V.T
+    flat_X = X.reshape(-1, X.shape[-1])
+    return (dX, dQ.reshape(-1, dQ.shape[-1]).T @ flat_X, dK.reshape(-1, dK.shape[-1]).T @ flat_X,
+            dV.reshape(-1, dV.shape[-1]).T @ flat_X)
+''',
+        "mask_dropped": '''
+def self_attention_backward(dO, X, W_Q, W_K, W_V, mask=None):
+    X = np.asarray(X, dtype=float)
+    dQ, dK, dV = attention_backward(dO, X @ W_Q, X @ W_K, X @ W_V)
+    dX = dQ @ W_Q.T + dK @ W_K.T + dV @ W_V.T
+    flat_X = X.reshape(-1, X.shape[-1])
+    grads = [flat_X.T @ d.reshape(-1, d.shape[-1]) for d in (dQ, dK, dV)]
+    return (dX, *grads)
+''',
+        "weights_averaged_over_batch": '''
+def self_attention_backward(dO, X, W_Q, W_K, W_V, mask=None):
+    X = np.asarray(X, dtype=float)
+    dQ, dK, dV = attention_backward(dO, X @ W_Q, X @ W_K, X @ W_V, mask)
+    Xt = np.swapaxes(X, -1, -2)
+    dX = dQ @ W_Q.T + dK @ W_K.T + dV @ W_V.T
+    mean_batch = lambda G, W: G.reshape(-1, *W.shape).mean(axis=0)
+    return dX, mean_batch(Xt @ dQ, W_Q), mean_batch(Xt @ dK, W_K), mean_batch(Xt @ dV, W_V)
+''',
+    },
+}
+
+CORRECT = {
+    "softmax_backward": {
+        "explicit_jacobian_per_row": '''
+def softmax_backward(dA, A):
+    dA, A = np.asarray(dA, dtype=float), np.asarray(A, dtype=float)
+    out = np.empty(np.broadcast_shapes(dA.shape, A.shape))
+    for index in np.ndindex(out.shape[:-1]):
+        a, g = A[index], dA[index]
+        out[index] = (np.diag(a) - np.outer(a, a)) @ g
+    return out
+''',
+        "einsum": '''
+def softmax_backward(dA, A):
+    dA, A = np.asarray(dA, dtype=float), np.asarray(A, dtype=float)
+    inner = np.einsum("...j,...j->...", dA, A)[..., None]
+    return A * dA - A * inner
+''',
+    },
+    "numerical_gradient": {
+        "flat_index_on_a_copy": '''
+def numerical_gradient(f, x, h=1e-5):
+    work = np.array(x, dtype=np.float64, order="C")
+    flat = work.reshape(-1)
+    grad = np.zeros(flat.size)
+    for k in range(flat.size):
+        keep = flat[k]
+        flat[k] = keep + h
+        up = f(work.copy())
+        flat[k] = keep - h
+        down = f(work.copy())
+        flat[k] = keep
+        grad[k] = (up - down) / (2 * h)
+    return grad.reshape(work.shape)
+''',
+        "one_hot_steps": '''
+def numerical_gradient(f, x, h=1e-5):
+    x = np.asarray(x, dtype=float)
+    grad = np.empty(x.shape)
+    for index in np.ndindex(*x.shape):
+        step = np.zeros(x.shape)
+        step[index] = h
+        grad[index] = (f(x + step) - f(x - step)) / (2 * h)
+    return grad
+''',
+    },
+    "attention_backward": {
+        "einsum": '''
+def attention_backward(dO, Q, K, V, mask=None):
+    dO, Q, K, V = (np.asarray(M, dtype=float) for M in (dO, Q, K, V))
+    _, A = scaled_dot_product_attention(Q, K, V, mask)
+    dV = np.einsum("...ij,...id->...jd", A, dO)
+    dA = np.einsum("...id,...jd->...ij", dO, V)
+    dS = softmax_backward(dA, A) / np.sqrt(K.shape[-1])
+    dQ = np.einsum("...ij,...jd->...id", dS, K)
+    dK = np.einsum("...ij,...id->...jd", dS, Q)
+    return dQ, dK, dV
+''',
+        "seed_formula_with_the_read": '''
+def attention_backward(dO, Q, K, V, mask=None):
+    # ∂L/∂e_ij = a_ij g_iᵀ(v_j − o_i): the weighted sum ⟨a_i, dA_i⟩ is g_iᵀ o_i.
+    dO, Q, K, V = (np.asarray(M, dtype=float) for M in (dO, Q, K, V))
+    O, A = scaled_dot_product_attention(Q, K, V, mask)
+    g_dot_v = dO @ np.swapaxes(V, -1, -2)
+    g_dot_o = np.sum(dO * O, axis=-1, keepdims=True)
+    dE = A * (g_dot_v - g_dot_o)
+    root = np.sqrt(K.shape[-1])
+    return dE @ K / root, np.swapaxes(dE, -1, -2) @ Q / root, np.swapaxes(A, -1, -2) @ dO
+''',
+        "loop_over_batch_items": '''
+def attention_backward(dO, Q, K, V, mask=None):
+    dO, Q, K, V = (np.asarray(M, dtype=float) for M in (dO, Q, K, V))
+    if Q.ndim > 2:
+        m = None if mask is None else np.broadcast_to(mask, Q.shape[:-1] + (K.shape[-2],))
+        parts = [attention_backward(dO[b], Q[b], K[b], V[b], None if m is None else m[b])
+                 for b in range(Q.shape[0])]
+        return tuple(np.stack([p[n] for p in parts]) for n in range(3))
+    _, A = scaled_dot_product_attention(Q, K, V, mask)
+    d_k = K.shape[1]
+    dV = A.T @ dO
+    dS = np.zeros_like(A)
+    for i in range(A.shape[0]):
+        a = A[i]
+        dS[i] = (np.diag(a) - np.outer(a, a)) @ (V @ dO[i])
+    dS /= np.sqrt(d_k)
+    return dS @ K, dS.T @ Q, dV
+''',
+    },
+    "self_attention_backward": {
+        "reuses_attention_backward": '''
+def self_attention_backward(dO, X, W_Q, W_K, W_V, mask=None):
+    X = np.asarray(X, dtype=float)
+    dQ, dK, dV = attention_backward(dO, X @ W_Q, X @ W_K, X @ W_V, mask)
+    dX = dQ @ np.transpose(W_Q) + dK @ np.transpose(W_K) + dV @ np.transpose(W_V)
+    flat_X = X.reshape(-1, X.shape[-1])
+    dW_Q = flat_X.T @ dQ.reshape(-1, dQ.shape[-1])
+    dW_K = flat_X.T @ dK.reshape(-1, dK.shape[-1])
+    dW_V = flat_X.T @ dV.reshape(-1, dV.shape[-1])
+    return dX, dW_Q, dW_K, dW_V
+''',
+        "einsum_with_tensordot": '''
+def self_attention_backward(dO, X, W_Q, W_K, W_V, mask=None):
+    X = np.asarray(X, dtype=float)
+    Ws = [np.asarray(W, dtype=float) for W in (W_Q, W_K, W_V)]
+    grads = attention_backward(dO, *(X @ W for W in Ws), mask)
+    lead = tuple(range(X.ndim - 1))
+    dWs = [np.tensordot(X, g, axes=(lead, lead)) for g in grads]
+    dX = sum(np.einsum("...tk,dk->...td", g, W) for g, W in zip(grads, Ws))
+    return (dX, *dWs)
+''',
+    },
+}

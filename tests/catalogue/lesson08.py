@@ -1,0 +1,337 @@
+"""Learner answers for lesson 08 (tiled_attention)."""
+
+WRONG = {
+    "tiled_attention": {
+        # l keeps terms measured against an old, smaller max: they are too large.
+        "no_rescale_of_running_sum": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    O = np.empty(batch + (T_q, V.shape[-1]))
+    for q0 in range(0, T_q, block_size):
+        q1 = min(q0 + block_size, T_q)
+        m = np.full(batch + (q1 - q0, 1), -np.inf)
+        l = np.zeros(batch + (q1 - q0, 1))
+        acc = np.zeros(batch + (q1 - q0, V.shape[-1]))
+        for k0 in range(0, q1 if causal else T_k, block_size):
+            k1 = min(k0 + block_size, T_k)
+            s = Q[..., q0:q1, :] @ np.swapaxes(K[..., k0:k1, :], -1, -2) / np.sqrt(K.shape[-1])
+            if causal:
+                s = np.where(np.arange(k0, k1)[None, :] <= np.arange(q0, q1)[:, None], s, -np.inf)
+            m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+            p = np.exp(s - m_new)
+            l = l + p.sum(axis=-1, keepdims=True)
+            acc = np.exp(m - m_new) * acc + p @ V[..., k0:k1, :]
+            m = m_new
+        O[..., q0:q1, :] = acc / l
+    return O
+''',
+        "no_rescale_of_accumulator": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    O = np.empty(batch + (T_q, V.shape[-1]))
+    for q0 in range(0, T_q, block_size):
+        q1 = min(q0 + block_size, T_q)
+        m = np.full(batch + (q1 - q0, 1), -np.inf)
+        l = np.zeros(batch + (q1 - q0, 1))
+        acc = np.zeros(batch + (q1 - q0, V.shape[-1]))
+        for k0 in range(0, q1 if causal else T_k, block_size):
+            k1 = min(k0 + block_size, T_k)
+            s = Q[..., q0:q1, :] @ np.swapaxes(K[..., k0:k1, :], -1, -2) / np.sqrt(K.shape[-1])
+            if causal:
+                s = np.where(np.arange(k0, k1)[None, :] <= np.arange(q0, q1)[:, None], s, -np.inf)
+            m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+            p = np.exp(s - m_new)
+            l = np.exp(m - m_new) * l + p.sum(axis=-1, keepdims=True)
+            acc = acc + p @ V[..., k0:k1, :]
+            m = m_new
+        O[..., q0:q1, :] = acc / l
+    return O
+''',
+        # range(0, T - B + 1, B) visits full blocks only.
+        "drops_last_partial_block": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    O = np.zeros(batch + (T_q, V.shape[-1]))
+    B = block_size
+    for q0 in range(0, T_q - B + 1, B):
+        m = np.full(batch + (B, 1), -np.inf)
+        l = np.zeros(batch + (B, 1))
+        acc = np.zeros(batch + (B, V.shape[-1]))
+        for k0 in range(0, T_k - B + 1, B):
+            if causal and k0 > q0:
+                break
+            s = Q[..., q0:q0 + B, :] @ np.swapaxes(K[..., k0:k0 + B, :], -1, -2) / np.sqrt(K.shape[-1])
+            if causal:
+                s = np.where(np.arange(k0, k0 + B)[None, :] <= np.arange(q0, q0 + B)[:, None], s, -np.inf)
+            m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+            p = np.exp(s - m_new)
+            c = np.exp(m - m_new)
+            l = c * l + p.sum(axis=-1, keepdims=True)
+            acc = c * acc + p @ V[..., k0:k0 + B, :]
+            m = m_new
+        O[..., q0:q0 + B, :] = acc / l
+    return O
+''',
+        # Skips the tiles after the diagonal but reads the diagonal tile whole.
+        "causal_mask_by_block": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    O = np.empty(batch + (T_q, V.shape[-1]))
+    for q0 in range(0, T_q, block_size):
+        q1 = min(q0 + block_size, T_q)
+        m = np.full(batch + (q1 - q0, 1), -np.inf)
+        l = np.zeros(batch + (q1 - q0, 1))
+        acc = np.zeros(batch + (q1 - q0, V.shape[-1]))
+        for k0 in range(0, T_k, block_size):
+            if causal and k0 > q0:
+                continue
+            k1 = min(k0 + block_size, T_k)
+            s = Q[..., q0:q1, :] @ np.swapaxes(K[..., k0:k1, :], -1, -2) / np.sqrt(K.shape[-1])
+            m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+            p = np.exp(s - m_new)
+            c = np.exp(m - m_new)
+            l = c * l + p.sum(axis=-1, keepdims=True)
+            acc = c * acc + p @ V[..., k0:k1, :]
+            m = m_new
+        O[..., q0:q1, :] = acc / l
+    return O
+''',
+        "scale_by_d_k": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    O = np.empty(batch + (T_q, V.shape[-1]))
+    for q0 in range(0, T_q, block_size):
+        q1 = min(q0 + block_size, T_q)
+        m = np.full(batch + (q1 - q0, 1), -np.inf)
+        l = np.zeros(batch + (q1 - q0, 1))
+        acc = np.zeros(batch + (q1 - q0, V.shape[-1]))
+        for k0 in range(0, q1 if causal else T_k, block_size):
+            k1 = min(k0 + block_size, T_k)
+            s = Q[..., q0:q1, :] @ np.swapaxes(K[..., k0:k1, :], -1, -2) / K.shape[-1]
+            if causal:
+                s = np.where(np.arange(k0, k1)[None, :] <= np.arange(q0, q1)[:, None], s, -np.inf)
+            m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+            p = np.exp(s - m_new)
+            c = np.exp(m - m_new)
+            l = c * l + p.sum(axis=-1, keepdims=True)
+            acc = c * acc + p @ V[..., k0:k1, :]
+            m = m_new
+        O[..., q0:q1, :] = acc / l
+    return O
+''',
+        # Right values, but the whole score matrix exists: fails the memory check.
+        "builds_full_score_matrix": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    if causal:
+        S = np.where(np.tril(np.ones((T_q, T_k), dtype=bool)), S, -np.inf)
+    m = np.full(S.shape[:-1] + (1,), -np.inf)
+    l = np.zeros_like(m)
+    acc = np.zeros(S.shape[:-1] + (V.shape[-1],))
+    for k0 in range(0, T_k, block_size):
+        s = S[..., k0:k0 + block_size]
+        m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+        p = np.exp(s - m_new)
+        c = np.exp(m - m_new)
+        l = c * l + p.sum(axis=-1, keepdims=True)
+        acc = c * acc + p @ V[..., k0:k0 + block_size, :]
+        m = m_new
+    return acc / l
+''',
+        # Right values, key blocks only, but the causal mask is one (T, T) boolean array.
+        "builds_full_causal_mask": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    mask = np.tril(np.ones((T_q, T_k), dtype=bool)) if causal else None
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    m = np.full(batch + (T_q, 1), -np.inf)
+    l = np.zeros(batch + (T_q, 1))
+    acc = np.zeros(batch + (T_q, V.shape[-1]))
+    for k0 in range(0, T_k, block_size):
+        k1 = min(k0 + block_size, T_k)
+        s = Q @ np.swapaxes(K[..., k0:k1, :], -1, -2) / np.sqrt(K.shape[-1])
+        if causal:
+            s = np.where(mask[:, k0:k1], s, -np.inf)
+        m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+        p = np.exp(s - m_new)
+        c = np.exp(m - m_new)
+        l = c * l + p.sum(axis=-1, keepdims=True)
+        acc = c * acc + p @ V[..., k0:k1, :]
+        m = m_new
+    return acc / l
+''',
+        # Plain running sums of exp(s): overflows once scores reach the hundreds.
+        "no_running_max": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    O = np.empty(batch + (T_q, V.shape[-1]))
+    for q0 in range(0, T_q, block_size):
+        q1 = min(q0 + block_size, T_q)
+        l = np.zeros(batch + (q1 - q0, 1))
+        acc = np.zeros(batch + (q1 - q0, V.shape[-1]))
+        for k0 in range(0, q1 if causal else T_k, block_size):
+            k1 = min(k0 + block_size, T_k)
+            s = Q[..., q0:q1, :] @ np.swapaxes(K[..., k0:k1, :], -1, -2) / np.sqrt(K.shape[-1])
+            if causal:
+                s = np.where(np.arange(k0, k1)[None, :] <= np.arange(q0, q1)[:, None], s, -np.inf)
+            p = np.exp(s)
+            l = l + p.sum(axis=-1, keepdims=True)
+            acc = acc + p @ V[..., k0:k1, :]
+        O[..., q0:q1, :] = acc / l
+    return O
+''',
+        # Each block normalised on its own, then the blocks' reads averaged.
+        "softmax_per_block_then_average": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    total = np.zeros(batch + (T_q, V.shape[-1]))
+    count = np.zeros((T_q, 1))
+    for k0 in range(0, T_k, block_size):
+        k1 = min(k0 + block_size, T_k)
+        s = Q @ np.swapaxes(K[..., k0:k1, :], -1, -2) / np.sqrt(K.shape[-1])
+        seen = np.ones((T_q, 1), dtype=bool)
+        if causal:
+            visible = np.arange(k0, k1)[None, :] <= np.arange(T_q)[:, None]
+            s = np.where(visible, s, -np.inf)
+            seen = visible.any(axis=-1, keepdims=True)
+        w = np.exp(s - np.where(seen, s.max(axis=-1, keepdims=True), 0.0))
+        w = w / np.where(seen, w.sum(axis=-1, keepdims=True), 1.0)
+        total = total + w @ V[..., k0:k1, :]
+        count = count + seen
+    return total / count
+''',
+        # Scales Q in place: the caller's array changes.
+        "scales_Q_in_place": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q = np.asarray(Q, dtype=float)
+    K, V = np.asarray(K, dtype=float), np.asarray(V, dtype=float)
+    Q /= np.sqrt(K.shape[-1])
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    O = np.empty(batch + (T_q, V.shape[-1]))
+    for q0 in range(0, T_q, block_size):
+        q1 = min(q0 + block_size, T_q)
+        m = np.full(batch + (q1 - q0, 1), -np.inf)
+        l = np.zeros(batch + (q1 - q0, 1))
+        acc = np.zeros(batch + (q1 - q0, V.shape[-1]))
+        for k0 in range(0, q1 if causal else T_k, block_size):
+            k1 = min(k0 + block_size, T_k)
+            s = Q[..., q0:q1, :] @ np.swapaxes(K[..., k0:k1, :], -1, -2)
+            if causal:
+                s = np.where(np.arange(k0, k1)[None, :] <= np.arange(q0, q1)[:, None], s, -np.inf)
+            m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+            p = np.exp(s - m_new)
+            c = np.exp(m - m_new)
+            l = c * l + p.sum(axis=-1, keepdims=True)
+            acc = c * acc + p @ V[..., k0:k1, :]
+            m = m_new
+        O[..., q0:q1, :] = acc / l
+    return O
+''',
+    },
+}
+
+CORRECT = {
+    "tiled_attention": {
+        # All queries at once, one block of keys at a time (memory grows like T·B, still < 13.4 MB).
+        "key_blocks_only": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = np.asarray(Q, float), np.asarray(K, float), np.asarray(V, float)
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    running_max = np.full(batch + (T_q, 1), -np.inf)
+    running_sum = np.zeros(batch + (T_q, 1))
+    blend = np.zeros(batch + (T_q, V.shape[-1]))
+    rows = np.arange(T_q)[:, None]
+    start = 0
+    while start < T_k:
+        stop = min(start + block_size, T_k)
+        scores = np.einsum("...qd,...kd->...qk", Q, K[..., start:stop, :]) / np.sqrt(K.shape[-1])
+        if causal:
+            scores[..., np.arange(start, stop)[None, :] > rows] = -np.inf
+        new_max = np.maximum(running_max, scores.max(axis=-1, keepdims=True))
+        weights = np.exp(scores - new_max)
+        shrink = np.exp(running_max - new_max)
+        running_sum = running_sum * shrink + weights.sum(axis=-1, keepdims=True)
+        blend = blend * shrink + np.einsum("...qk,...kd->...qd", weights, V[..., start:stop, :])
+        running_max = new_max
+        start = stop
+    return blend / running_sum
+''',
+        # Keeps the normalised output and the log of the sum (log-sum-exp) instead of m and l.
+        "running_logsumexp": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
+    T_q, T_k, d_v = Q.shape[-2], K.shape[-2], V.shape[-1]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    out = np.zeros(batch + (T_q, d_v))
+    for i0 in range(0, T_q, block_size):
+        i1 = min(T_q, i0 + block_size)
+        lse = np.full(batch + (i1 - i0, 1), -np.inf)          # log of the running sum
+        o = np.zeros(batch + (i1 - i0, d_v))                  # already-normalised read
+        for j0 in range(0, T_k, block_size):
+            if causal and j0 >= i1:
+                break
+            j1 = min(T_k, j0 + block_size)
+            s = Q[..., i0:i1, :] @ np.swapaxes(K[..., j0:j1, :], -1, -2) / np.sqrt(K.shape[-1])
+            if causal:
+                s = np.where(np.arange(j0, j1) <= np.arange(i0, i1)[:, None], s, -np.inf)
+            top = s.max(axis=-1, keepdims=True)
+            block_lse = top + np.log(np.exp(s - top).sum(axis=-1, keepdims=True))
+            new_lse = np.logaddexp(lse, block_lse)
+            o = o * np.exp(lse - new_lse) + np.exp(s - new_lse) @ V[..., j0:j1, :]
+            lse = new_lse
+        out[..., i0:i1, :] = o
+    return out
+''',
+        # Builds one tile at a time with einsum and talks a lot on stderr and through warnings.
+        "chatty_einsum_tiles": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    import sys, warnings
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    print(f"tiled attention with block_size={block_size}", file=sys.stderr)
+    warnings.warn("this implementation is chatty")
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    scale = K.shape[-1] ** -0.5
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    O = np.zeros(batch + (T_q, V.shape[-1]))
+    for a in range(0, T_q, block_size):
+        b = min(a + block_size, T_q)
+        m = np.full(batch + (b - a,), -np.inf)
+        l = np.zeros(batch + (b - a,))
+        acc = np.zeros(batch + (b - a, V.shape[-1]))
+        for c in range(0, T_k, block_size):
+            e = min(c + block_size, T_k)
+            s = np.einsum("...id,...jd->...ij", Q[..., a:b, :], K[..., c:e, :]) * scale
+            if causal:
+                s = s + np.where(np.arange(c, e) <= np.arange(a, b)[:, None], 0.0, -np.inf)
+            m_new = np.fmax(m, s.max(axis=-1))
+            with np.errstate(invalid="warn"):
+                p = np.exp(s - m_new[..., None])
+                p = np.nan_to_num(p, nan=0.0)
+                factor = np.nan_to_num(np.exp(m - m_new), nan=0.0)
+            l = l * factor + p.sum(axis=-1)
+            acc = acc * factor[..., None] + np.einsum("...ij,...jd->...id", p, V[..., c:e, :])
+            m = m_new
+        O[..., a:b, :] = acc / l[..., None]
+    return O
+''',
+    },
+}

@@ -1,0 +1,55 @@
+"""Shared fixtures: a disposable copy of the course and real nbgrader runs inside it."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+COURSE_PARTS = ["nbgrader_config.py", "source", "notebooks", "solutions", "instructor"]
+
+
+def lesson_ids():
+    return sorted(p.name for p in (ROOT / "source").iterdir()
+                  if (p / f"{p.name}.ipynb").is_file())
+
+
+def copy_course(dest):
+    """A working copy of everything nbgrader needs; its own gradebook and exchange."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    ignore = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints")
+    for part in COURSE_PARTS:
+        src = ROOT / part
+        if src.is_dir():
+            shutil.copytree(src, dest / part, ignore=ignore)
+        else:
+            shutil.copy2(src, dest / part)
+    return dest
+
+
+def course_env():
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env.pop("ATTENTION_GRADEBOOK_URL", None)
+    env.pop("ATTENTION_EXCHANGE", None)
+    return env
+
+
+def nbgrader(root, *args, check=True, timeout=900):
+    """Run a real ``nbgrader`` command in ``root``; stderr is merged into ``stdout``, in order."""
+    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, env=course_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=timeout)
+    if check and done.returncode != 0:
+        raise AssertionError(f"nbgrader {' '.join(args)} failed:\n{done.stdout}")
+    return done
+
+
+@pytest.fixture(scope="session")
+def lessons():
+    return lesson_ids()

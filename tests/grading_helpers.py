@@ -1,0 +1,115 @@
+"""Shared by the grading tests: a temporary copy of the course and a class of submissions."""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+LESSON = "01_context_vectors"
+COPIED = ["nbgrader_config.py", "source", "notebooks", "solutions", "instructor"]
+
+# tests/catalogue/lesson01.py's WRONG["contextualize"]["no_scale"]: forgets the 1/sqrt(d)
+BUGGY_CONTEXTUALIZE = '''def contextualize(X):
+    X = np.asarray(X, dtype=float)
+    A = softmax(X @ np.swapaxes(X, -1, -2), axis=-1)
+    return A @ X, A
+'''
+
+
+def copy_course(dest):
+    """The parts of the course that grading reads, copied into ``dest`` (no gradebook)."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in COPIED:
+        src = REPO / name
+        if name in ("source", "notebooks", "solutions"):      # lesson 01 only: fast, and stable
+            shutil.copytree(src / LESSON, dest / name / LESSON)
+        elif src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy(src, dest / name)
+    return dest
+
+
+def notebook(kind):
+    """Text of a lesson-01 notebook: 'correct' (solution), 'blank' (release) or 'buggy'."""
+    if kind == "correct":
+        return (REPO / "solutions" / LESSON / f"{LESSON}.ipynb").read_text()
+    if kind == "blank":
+        return (REPO / "notebooks" / LESSON / f"{LESSON}.ipynb").read_text()
+    nb = json.loads(notebook("correct"))
+    target, source = (("contextualize", BUGGY_CONTEXTUALIZE) if kind == "buggy"
+                      else ("softmax", "import os\nos._exit(1)\n"))
+    for cell in nb["cells"]:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == target:
+            cell["source"] = source
+    return json.dumps(nb, indent=1)
+
+
+def submit(root, student, text, name=f"{LESSON}.ipynb", timestamp="2026-01-10 12:00:00.000000 UTC"):
+    folder = Path(root) / "submitted" / student / LESSON
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text)
+    if timestamp:
+        (folder / "timestamp.txt").write_text(timestamp)
+    return folder
+
+
+def tree_hash(folder):
+    """One hash of every path, mode and byte under ``folder``."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(folder).rglob("*")):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(folder)}|{stat.st_mode}|{stat.st_mtime_ns}".encode())
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def env_for(root, **extra):
+    env = {k: v for k, v in os.environ.items() if k not in ("ATTENTION_GRADEBOOK_URL", "ATTENTION_EXCHANGE")}
+    env["PYTHONPATH"] = str(Path(root) / "instructor" / "grading")
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env.update(extra)
+    return env
+
+
+def run_grade(root, *args, **env):
+    return subprocess.run([sys.executable, "-m", "attention_grading.grade", "--root", str(root), *args],
+                          cwd=root, env=env_for(root, **env), capture_output=True, text=True, timeout=600)
+
+
+def run_stock(root, lesson=LESSON, **env):
+    """Stock nbgrader: generate_assignment (puts the lesson in the gradebook), then autograde."""
+    for command in (["generate_assignment", lesson, "--force"], ["autograde", lesson]):
+        done = subprocess.run([sys.executable, "-m", "nbgrader", *command], cwd=root,
+                              env=env_for(root, **env), capture_output=True, text=True, timeout=1200)
+        if command[0] == "generate_assignment":
+            assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def grade_table(db_url, lesson=LESSON):
+    """{(student, notebook, grade_id): (auto_score, needs_manual_grade)} of a gradebook."""
+    from nbgrader.api import Gradebook
+
+    table = {}
+    with Gradebook(db_url, "attention") as gb:
+        for submission in gb.assignment_submissions(lesson):
+            for nb in submission.notebooks:
+                for grade in nb.grades:
+                    table[submission.student.id, nb.name, grade.name] = (grade.auto_score,
+                                                                         grade.needs_manual_grade)
+    return table
+
+
+def lesson_points(root, lesson=LESSON):
+    """(autograded points, all points, number of grade cells) of the lesson's source notebook."""
+    nb = json.loads((Path(root) / "source" / lesson / f"{lesson}.ipynb").read_text())
+    cells = [c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+    auto = sum(c["metadata"]["nbgrader"].get("points", 0) for c in cells if c["cell_type"] == "code")
+    total = sum(c["metadata"]["nbgrader"].get("points", 0) for c in cells)
+    return float(auto), float(total), len(cells)

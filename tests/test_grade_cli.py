@@ -1,0 +1,129 @@
+"""`make grade` (python -m attention_grading.grade) on a temporary copy of the course, lesson 01."""
+import csv
+import pytest
+
+from grading_helpers import (LESSON, copy_course, grade_table, lesson_points, notebook, run_grade,
+                             run_stock, submit, tree_hash)
+
+pytestmark = pytest.mark.nbgrader
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """A class with good, blank, buggy, crashing and broken submissions, graded with 2 workers."""
+    root = copy_course(tmp_path_factory.mktemp("course"))
+    submit(root, "alice", notebook("correct"))
+    (root / "submitted" / "alice" / LESSON / "notes.txt").write_text("my notes")
+    submit(root, "bob", notebook("blank"))
+    submit(root, "carol", notebook("buggy"))
+    submit(root, "gina", notebook("crash"))
+    submit(root, "dave", '{"cells": [ {"cell_type": ')          # invalid JSON
+    submit(root, "erin", "")                                     # empty file
+    submit(root, "frank", notebook("correct"), name="my_lesson.ipynb")
+    (root / "submitted" / "README.txt").write_text("stray file")
+    before = tree_hash(root / "submitted")
+    done = run_grade(root, "--workers", "2")
+    return root, done, before
+
+
+def rows(root):
+    with open(root / "grades.csv") as fh:
+        return {(r["student"], r["lesson"]): r for r in csv.DictReader(fh)}
+
+
+def test_bad_input_is_named_and_everyone_else_is_graded(graded):
+    root, done, _ = graded
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "could NOT be graded" in out
+    assert f"dave / {LESSON}: submitted/dave/{LESSON}/{LESSON}.ipynb" in out and "not valid JSON" in out
+    assert f"erin / {LESSON}: submitted/erin/{LESSON}/{LESSON}.ipynb" in out and "empty file" in out
+    assert f"submitted/frank/{LESSON}/my_lesson.ipynb" in out and "wrong name" in out
+    assert "submitted/README.txt" in out and "extra file" in out
+    assert f"submitted/alice/{LESSON}/notes.txt" in out
+    table = rows(root)
+    for student in ("dave", "erin", "frank"):
+        assert table[student, LESSON]["status"] == "ungradable"
+
+
+def test_scores_csv_table_and_feedback(graded):
+    root, done, _ = graded
+    table = rows(root)
+    assert set(table) == {(s, LESSON) for s in ("alice", "bob", "carol", "dave", "erin", "frank", "gina")}
+    alice, bob, carol = (float(table[s, LESSON]["score"]) for s in ("alice", "bob", "carol"))
+    auto, total, _ = lesson_points(root)
+    top = float(table["alice", LESSON]["max_score"])
+    assert top == total and alice == auto   # every autograded point; written answers await a human
+    assert bob == 0.0 and 0.0 < carol < alice
+    assert table["alice", LESSON]["student_total"] == table["alice", LESSON]["score"]
+    assert "student" in done.stdout and "total" in done.stdout and f"{auto:g}/{total:g}" in done.stdout
+    for student in ("alice", "bob", "carol"):
+        assert (root / "feedback" / student / LESSON / f"{LESSON}.html").is_file()
+        assert (root / "autograded" / student / LESSON / f"{LESSON}.ipynb").is_file()
+    html = (root / "feedback" / "carol" / LESSON / f"{LESSON}.html").read_text()
+    assert "attention_grading.hidden" not in html           # the course's feedback filter ran
+
+
+def test_grading_report(graded):
+    root, _, _ = graded
+    report = root / "grading-report"
+    assert (report / "index.html").is_file() and (report / "scores.png").is_file()
+    summary = (report / "summary.md").read_text()
+    assert "01_context_vectors · contextualize_matches_reference" in summary
+    assert "This is exactly" not in summary                  # reported as the bare diagnosis
+    assert "## Most frequent diagnosed mistakes" in summary
+    assert "dave / 01_context_vectors" in summary             # flagged submissions listed
+
+
+def test_a_crashing_submission_fails_alone(graded):
+    root, done, _ = graded
+    # a kernel that dies (os._exit) is either recovered by the course's executor or reported
+    # as this one submission's failure; either way everyone else is graded
+    status = rows(root)["gina", LESSON]["status"]
+    if status == "ungradable":
+        assert f"gina / {LESSON}" in done.stdout
+    else:
+        assert float(rows(root)["gina", LESSON]["score"]) < lesson_points(root)[0] or \
+            lesson_points(root)[0] == 0
+    assert rows(root)["alice", LESSON]["status"] != "ungradable"
+    assert rows(root)["carol", LESSON]["status"] != "ungradable"
+
+
+def test_submitted_is_never_modified(graded):
+    root, _, before = graded
+    assert tree_hash(root / "submitted") == before
+
+
+def test_scores_equal_stock_sequential_autograde(graded, tmp_path):
+    root, _, _ = graded
+    stock = copy_course(tmp_path / "stock")
+    for student, kind in (("alice", "correct"), ("bob", "blank"), ("carol", "buggy")):
+        submit(stock, student, notebook(kind))
+    done = run_stock(stock)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ours = grade_table(f"sqlite:///{root / 'gradebook.db'}")
+    theirs = grade_table(f"sqlite:///{stock / 'gradebook.db'}")
+    assert theirs and {k: v for k, v in ours.items() if k[0] in {"alice", "bob", "carol"}} == theirs
+
+
+def test_second_run_skips_then_force_and_filters(graded):
+    root, _, before = graded
+    gina_failed = rows(root)["gina", LESSON]["status"] == "ungradable"
+    alice_before = rows(root)["alice", LESSON]["score"]
+    again = run_grade(root, "--workers", "2", "--no-report")
+    skipped = 3 if gina_failed else 4                     # a failed submission is tried again
+    assert f"{skipped} submission(s) already graded and unchanged: skipped" in again.stdout
+    assert f"grading {4 - skipped} submission(s)" in again.stdout
+    assert again.returncode == 1            # the broken submissions are still broken
+    only = run_grade(root, "--student", "alice", "--lesson", LESSON, "--force", "--no-report")
+    assert only.returncode == 0, only.stdout + only.stderr
+    assert "grading 1 submission(s)" in only.stdout
+    assert rows(root)["alice", LESSON]["score"] == alice_before
+    assert set(rows(root)) == {("alice", LESSON)}
+    assert tree_hash(root / "submitted") == before
+
+
+def test_unknown_lesson_is_refused(graded):
+    root, _, _ = graded
+    done = run_grade(root, "--lesson", "99_nope", "--no-report")
+    assert done.returncode != 0 and "unknown lesson" in (done.stdout + done.stderr)

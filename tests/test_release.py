@@ -1,0 +1,81 @@
+"""notebooks/ and solutions/ are exactly what `make release` makes from source/ today;
+no stored notebook carries outputs; nothing a learner receives holds the reference or a hidden test."""
+import filecmp
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import ROOT, copy_course, lesson_ids
+
+LEAKS = ["attention_reference", "attention_grading", "BEGIN HIDDEN TESTS", "BEGIN SOLUTION"]
+
+
+def test_release_and_solutions_are_up_to_date(tmp_path):
+    """Regenerating into a copy of the course changes nothing: run `make release` if this fails."""
+    root = copy_course(tmp_path / "course")
+    for generated in ("notebooks", "solutions"):
+        for path in (root / generated).rglob("*.ipynb"):
+            path.unlink()
+    done = subprocess.run([sys.executable, "-m", "attention_grading.release", "--root", str(root)],
+                          capture_output=True, text=True, cwd=root,
+                          env={"PYTHONPATH": str(ROOT / "instructor" / "grading"), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    for generated in ("notebooks", "solutions"):
+        fresh = sorted(p.relative_to(root) for p in (root / generated).rglob("*.ipynb"))
+        stored = sorted(p.relative_to(ROOT) for p in (ROOT / generated).rglob("*.ipynb"))
+        assert fresh == stored, f"{generated}/ holds other notebooks than source/ makes"
+        stale = [str(p) for p in stored if not filecmp.cmp(ROOT / p, root / p, shallow=False)]
+        assert not stale, f"stale, run `make release`: {stale}"
+
+
+@pytest.mark.parametrize("tree", ["source", "notebooks"])
+def test_stored_notebooks_have_no_outputs(tree):
+    """Outputs are made by running a notebook, never stored with it."""
+    notebooks = list((ROOT / tree).rglob("*.ipynb"))
+    assert notebooks
+    for path in notebooks:
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code":
+                assert not cell.outputs and cell.execution_count is None, f"{path} stores outputs"
+
+
+def test_every_lesson_is_released():
+    """Each lesson in source/ has its learner notebook and its solution."""
+    for lesson in lesson_ids():
+        assert (ROOT / "notebooks" / lesson / f"{lesson}.ipynb").is_file()
+        assert (ROOT / "solutions" / lesson / f"{lesson}.ipynb").is_file()
+
+
+def test_source_lessons_hold_only_their_notebook():
+    """nbgrader copies every other file of source/<id>/ to learners: keep the reference out."""
+    for lesson in lesson_ids():
+        extra = [p.name for p in (ROOT / "source" / lesson).iterdir()
+                 if p.name != f"{lesson}.ipynb" and p.name != ".ipynb_checkpoints"]
+        assert not extra, f"source/{lesson} would release {extra}"
+
+
+def test_learner_release_folder_has_no_reference_or_hidden_tests():
+    """Nothing under notebooks/ mentions the reference, the grading helpers or hidden tests."""
+    for path in (ROOT / "notebooks").rglob("*"):
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            assert not [leak for leak in LEAKS if leak in text], path
+
+
+def test_installed_package_has_no_reference_or_hidden_tests(tmp_path):
+    """The wheel a learner installs holds attention_course only."""
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                           "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (wheel,) = tmp_path.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        packages = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+        assert packages == {"attention_course"}, packages
+        for name in names:
+            text = archive.read(name).decode(errors="replace")
+            assert not [leak for leak in LEAKS if leak in text], name

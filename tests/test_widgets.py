@@ -1,0 +1,92 @@
+"""The explorers of lessons 02 and 03: their pure halves, and their widgets driven headless."""
+import numpy as np
+import pytest
+
+import attention_reference as R
+from attention_course import seeds, widgets
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+
+def jacobian(p):
+    p = np.asarray(p, dtype=float)
+    return np.diag(p) - np.outer(p, p)
+
+
+def test_causal_read_by_prefixes_is_the_masked_read():
+    X, W_Q, W_K, W_V, _ = seeds.the_cat_sat_it()
+    O, A = widgets.causal_read(R.self_attention, X, W_Q, W_K, W_V)
+    O_ref, A_ref = R.causal_self_attention(X, W_Q, W_K, W_V)
+    np.testing.assert_allclose(A, A_ref, atol=1e-15)
+    np.testing.assert_allclose(O, O_ref, atol=1e-15)
+    np.testing.assert_array_equal(np.round(A, 3), seeds.IT_WEIGHTS_QUOTED)
+
+
+def test_it_example_state_defaults_to_seed_004_and_follows_its_controls():
+    state = widgets.it_example_state(R.self_attention)
+    np.testing.assert_array_equal(np.round(state["weights"], 3), seeds.IT_WEIGHTS_QUOTED[3])
+    np.testing.assert_array_equal(np.round(state["output"], 3), seeds.IT_OUTPUTS_QUOTED[3])
+    like_sat = widgets.it_example_state(R.self_attention, (0.0, 0.0, 1.0))
+    assert like_sat["weights"][2] == pytest.approx(like_sat["weights"][3])
+    np.testing.assert_allclose(like_sat["output"], [0.5, 0.5], atol=1e-12)
+    cat_causal = widgets.it_example_state(R.self_attention, query="cat", causal=True)
+    cat_open = widgets.it_example_state(R.self_attention, query="cat", causal=False)
+    assert cat_causal["weights"][2:].sum() == 0 and cat_open["weights"][2:].sum() > 0
+    assert "cat 0.559" in widgets.describe_read(widgets.it_example_state(R.self_attention))
+
+
+def test_saturation_state_saturates_only_without_the_scale():
+    wide_raw = widgets.saturation_state(R.softmax, jacobian, 1024, scaled=False)
+    wide_scaled = widgets.saturation_state(R.softmax, jacobian, 1024, scaled=True)
+    assert wide_raw["max_weight"] > 0.99 and wide_raw["jacobian_norm"] < 1e-2
+    assert wide_scaled["entropy"] > 0.5 and wide_scaled["divisor"] == pytest.approx(32.0)
+    hot = widgets.saturation_state(R.softmax, jacobian, 64, temperature=10.0)
+    assert hot["entropy"] > wide_scaled["entropy"] - 1.0
+    assert widgets.entropy(np.ones(8) / 8) == pytest.approx(np.log(8))
+    assert widgets.entropy([1.0, 0.0]) == 0.0
+
+
+def _controls(box):
+    return [w for w in _walk(box) if hasattr(w, "description") and getattr(w, "description", "")]
+
+
+def _walk(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from _walk(child)
+
+
+def test_it_explorer_builds_headless_and_updates_its_text():
+    box = widgets.it_explorer(R.self_attention)
+    controls = {w.description: w for w in _controls(box)}
+    assert {"x_it[0]", "x_it[1]", "x_it[2]", "query", "causal mask"} <= set(controls)
+    line = next(w for w in _walk(box) if "it-explorer-weights" in w._dom_classes)
+    first = line.value
+    assert "cat 0.559" in first
+    controls["x_it[1]"].value = 0.0
+    controls["x_it[0]"].value = 0.0
+    controls["x_it[2]"].value = 1.0
+    assert line.value != first and "sat 0.402" in line.value
+    controls["query"].value = "cat"
+    controls["causal mask"].value = False
+    assert line.value.startswith('"cat" reads (no mask)')
+
+
+def test_saturation_explorer_builds_headless_and_updates_its_text():
+    box = widgets.saturation_explorer(R.softmax, jacobian)
+    controls = {w.description: w for w in _controls(box)}
+    assert {"d_k", "temperature", "divide by √d_k"} <= set(controls)
+    line = next(w for w in _walk(box) if "saturation-explorer-numbers" in w._dom_classes)
+    first = line.value
+    controls["divide by √d_k"].value = False
+    controls["d_k"].value = 1024
+    assert line.value != first and "d_k = 1024" in line.value
+
+
+def test_explorers_wait_politely_for_unwritten_functions():
+    def unwritten(*args, **kwargs):
+        raise NotImplementedError()
+
+    for box in (widgets.it_explorer(unwritten), widgets.saturation_explorer(unwritten, unwritten)):
+        assert any("Implement the function" in getattr(w, "value", "") for w in _walk(box)
+                   if isinstance(getattr(w, "value", None), str))
