@@ -69,8 +69,15 @@ c.Autograde.autograde_preprocessors = [
 # A stuck cell is interrupted after 30 s and scores 0; a whole notebook gets at most 600 s.
 c.Execute.timeout = 30
 c.GuardedExecute.notebook_timeout = 600
-# Restore deleted or altered grade cells from the gradebook instead of "needs manual grading".
-c.OverwriteCells.add_missing_cells = True
+# Restore deleted or altered test cells from the gradebook instead of "needs manual grading".
+c.Autograde.sanitize_preprocessors = [
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "attention_grading.restore.RestoreCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+c.RestoreCells.add_missing_cells = True
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 60
 

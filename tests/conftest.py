@@ -18,14 +18,17 @@ def lesson_ids():
                   if (p / f"{p.name}.ipynb").is_file())
 
 
-def copy_course(dest):
-    """A working copy of everything nbgrader needs; its own gradebook and exchange."""
+def copy_course(dest, lessons=None):
+    """A working copy of everything nbgrader needs (``lessons``: only those); its own gradebook."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    ignore = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints")
+    ignore = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "*.pyc")
     for part in COURSE_PARTS:
         src = ROOT / part
-        if src.is_dir():
+        if lessons is not None and part in ("source", "notebooks", "solutions"):
+            for lesson in lessons:
+                shutil.copytree(src / lesson, dest / part / lesson, ignore=ignore)
+        elif src.is_dir():
             shutil.copytree(src, dest / part, ignore=ignore)
         else:
             shutil.copy2(src, dest / part)

@@ -2,14 +2,14 @@
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import conftest
+
 REPO = Path(__file__).resolve().parents[1]
 LESSON = "01_context_vectors"
-COPIED = ["nbgrader_config.py", "source", "notebooks", "solutions", "instructor"]
 
 # tests/catalogue/lesson01.py's WRONG["contextualize"]["no_scale"]: forgets the 1/sqrt(d)
 BUGGY_CONTEXTUALIZE = '''def contextualize(X):
@@ -20,18 +20,8 @@ BUGGY_CONTEXTUALIZE = '''def contextualize(X):
 
 
 def copy_course(dest):
-    """The parts of the course that grading reads, copied into ``dest`` (no gradebook)."""
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in COPIED:
-        src = REPO / name
-        if name in ("source", "notebooks", "solutions"):      # lesson 01 only: fast, and stable
-            shutil.copytree(src / LESSON, dest / name / LESSON)
-        elif src.is_dir():
-            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        else:
-            shutil.copy(src, dest / name)
-    return dest
+    """The parts of the course that grading reads, lesson 01 only (fast and stable)."""
+    return conftest.copy_course(dest, lessons=[LESSON])
 
 
 def notebook(kind):

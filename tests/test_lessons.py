@@ -8,6 +8,7 @@
 - ``submitted/`` is byte-for-byte unchanged by grading.
 """
 import hashlib
+import json
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,6 +17,7 @@ import nbformat
 import pytest
 
 import catalogue
+import hostile
 from conftest import ROOT, copy_course, lesson_ids, nbgrader
 from notebook_tools import cell_role, functions_of_tests, grade_id, is_solution_code, solved, with_answer
 
@@ -102,6 +104,9 @@ def _submissions(lesson):
         for function, variants in (getattr(entries, kind, {}) if entries else {}).items():
             for name, source in variants.items():
                 students[f"{kind.lower()}--{function}--{name}"] = with_answer(answer, function, source)
+    target = hostile.graded_functions(answer)[0]
+    for case, build in hostile.CORE_CASES.items():
+        students[f"hostile--{target}--{case}"] = build(answer, target)
     return students
 
 
@@ -124,7 +129,9 @@ def _grade_lesson(lesson, root):
                                if not g.needs_manual_grade}
     autograded = {p.parts[-3]: nbformat.read(p, as_version=4)
                   for p in (root / "autograded").glob(f"*/{lesson}/{lesson}.ipynb")}
-    return {"scores": scores, "autograded": autograded, "log": done.stdout,
+    notes = {p.parts[-3]: json.loads(p.read_text())
+             for p in (root / "autograded").glob(f"*/{lesson}/grading-notes.json")}
+    return {"scores": scores, "autograded": autograded, "log": done.stdout, "notes": notes,
             "submitted_unchanged": before == _tree_digest(submitted)}
 
 
@@ -207,3 +214,36 @@ def test_correct_answers_written_differently_get_full_marks(lesson, graded):
 def test_grading_never_modifies_submitted(lesson, graded):
     """nbgrader autograde reads submitted/ and writes only autograded/."""
     assert graded[lesson]["submitted_unchanged"]
+
+
+@pytest.mark.nbgrader
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_hostile_submissions_get_their_defined_outcome(lesson, graded):
+    """Reaching for the reference, patching the checks, crashing, editing test cells: see README."""
+    owners = _test_cells(lesson)
+    problems = []
+    for student, scores in graded[lesson]["scores"].items():
+        if not student.startswith("hostile--"):
+            continue
+        _, target, case = student.split("--")
+        notes = graded[lesson]["notes"].get(student, {})
+        target_cells = [g for g, owner in owners.items() if owner == target]
+        other_cells = [g for g, owner in owners.items() if owner != target]
+        lost_elsewhere = {g: scores[g] for g in other_cells if scores[g][0] != scores[g][1]}
+        if hostile.EXPECTED[case] == "zero":
+            if any(scores[g][0] > 0 for g in target_cells):
+                problems.append(f"{student}: {target} kept points {[scores[g] for g in target_cells]}")
+        elif any(scores[g][0] != scores[g][1] for g in target_cells):
+            problems.append(f"{student}: a correct answer lost points {[scores[g] for g in target_cells]}")
+        if lost_elsewhere:
+            problems.append(f"{student}: other exercises lost points {lost_elsewhere}")
+        if case in hostile.FLAGGED and not (notes.get("flags") and target in notes.get("zeroed_exercises", [])):
+            problems.append(f"{student}: not flagged in grading-notes.json: {notes}")
+        if case not in hostile.FLAGGED and notes.get("flags"):
+            problems.append(f"{student}: flagged without cause: {notes['flags'][:3]}")
+        if case == "kernel_crash" and not notes.get("crashed_cells"):
+            problems.append(f"{student}: the crash is not named in grading-notes.json")
+    for student in ("solution",) + tuple(s for s in graded[lesson]["scores"] if s.startswith("correct--")):
+        if graded[lesson]["notes"].get(student, {}).get("flags"):
+            problems.append(f"{student}: an honest submission was flagged: {graded[lesson]['notes'][student]['flags'][:3]}")
+    assert not problems, "\n".join(problems)

@@ -146,3 +146,10 @@ SCORE_GB_PER_HEAD_QUOTED = 33
 SCORE_TB_PER_LAYER_QUOTED = 1
 #: "A top GPU holds 80–192 GB of memory in total."
 GPU_MEMORY_GB_QUOTED = (80, 192)
+
+
+# ---- Lesson 07: seed 004's "what if" list ----
+
+#: Seed 004: "With d = 128, raw scores have spread about 11" (unscaled q·k of unit-variance vectors).
+UNSCALED_SPREAD_WIDTH = 128
+UNSCALED_SPREAD_QUOTED = 11

@@ -450,8 +450,10 @@ def model_backward(params, batch, causal=True, scale=True, weighting="softmax"):
     np.add.at(grads["E_attr"], attrs, dX)
     return loss, grads
 ''',
-        "reuses_model_forward_and_loops_for_embeddings": '''
+        "reuses_model_forward_loops_and_warns": '''
 def model_backward(params, batch, causal=True, scale=True, weighting="softmax"):
+    import warnings
+    warnings.warn("this backward pass loops in Python")
     p = {k: np.array(v, dtype=float) for k, v in params.items()}
     names, attrs, y = np.asarray(batch["names"]), np.asarray(batch["attrs"]), np.asarray(batch["targets"])
     logits, A = model_forward(p, batch, causal=causal, scale=scale, weighting=weighting)

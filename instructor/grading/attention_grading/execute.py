@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from time import monotonic
 
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
@@ -220,6 +220,14 @@ class GuardedExecute(Execute):
         self._server.current = index
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
+        except CellTimeoutError:
+            # the kernel answered the interrupt but kept running (it swallowed it)
+            cell.outputs.append(_error("CellTimeoutError", f"the cell ran longer than {self.timeout} s"))
+            self._hung_once = True
+            self._hung.append(index)
+            self._server.expected_eof.add(index)
+            self._recover(index)
+            return cell, resources
         except DeadKernelError:
             cell.outputs.append(_error("KernelDied", "the kernel died while running this cell "
                                        "(os._exit, a crash, or too much memory); later cells ran in a fresh kernel"))
@@ -342,8 +350,11 @@ class GuardedExecute(Execute):
             elif not verdicts[0].get("passed"):
                 cell.outputs.append(_error("HiddenTestFailure", verdicts[0].get("message", "failed")))
 
+        restoring = nb.metadata.get("attention_grading", {})
         notes = {
             "flags": flags,
+            "restored_cells": restoring.get("restored_cells", []),
+            "missing_answer_cells": restoring.get("missing_answer_cells", []),
             "zeroed_exercises": sorted(zeroed),
             "crashed_cells": [self._describe(nb, i) for i in self._crashed],
             "hung_cells": [self._describe(nb, i) for i in self._hung],

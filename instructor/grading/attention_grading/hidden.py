@@ -83,17 +83,21 @@ def _private_reference():
 def substituted(fn, names):
     """Point ``names`` in ``fn``'s namespace at correct implementations for the duration."""
     namespace = getattr(fn, "__globals__", None)
-    present = [n for n in names if namespace is not None and n in namespace]
-    if not present:
+    if namespace is None or not names:
         yield
         return
     trusted = _private_reference()
-    saved = {n: namespace[n] for n in present}
+    missing = object()
+    saved = {n: namespace.get(n, missing) for n in names}
     try:
-        namespace.update({n: getattr(trusted, n) for n in present})
+        namespace.update({n: getattr(trusted, n) for n in names})
         yield
     finally:
-        namespace.update(saved)
+        for n, value in saved.items():
+            if value is missing:
+                namespace.pop(n, None)
+            else:
+                namespace[n] = value
 
 
 def check(name, fn):

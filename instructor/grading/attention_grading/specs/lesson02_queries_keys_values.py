@@ -82,6 +82,7 @@ def _attend(R, X, W_Q, W_K, W_V, divisor=None, axis=-1, scores_transposed=False,
 
 register(Spec(
     name="self_attention",
+    substitutes=("project",),
     cases=self_attention_cases,
     outputs=("O", "A"),
     bugs=(

@@ -208,6 +208,7 @@ def _attend(R, X, W_Q, W_K, W_V, visible=None, scale=None, zero_after=False):
 
 register(Spec(
     name="causal_self_attention",
+    substitutes=("causal_mask", "masked_softmax"),
     cases=causal_self_attention_cases,
     outputs=("O", "A"),
     bugs=(

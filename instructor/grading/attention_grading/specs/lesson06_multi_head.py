@@ -196,6 +196,7 @@ def _bug(**how):
 
 register(Spec(
     name="multi_head_attention",
+    substitutes=("split_heads", "merge_heads"),
     cases=multi_head_attention_cases,
     outputs=("O", "A"),
     bugs=(

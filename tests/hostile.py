@@ -1,0 +1,132 @@
+"""Hostile and broken submissions, built for any lesson from its first graded function.
+
+Each builder returns a notebook (or None when the lesson cannot host the case); the
+expected outcome of each case is asserted in tests/test_lessons.py and listed in the README.
+"""
+import nbformat
+
+from notebook_tools import cell_role, grade_id, is_solution_code, is_test, with_answer
+
+REFERENCE_FROM_AUTOGRADED = "os.path.join(os.getcwd(), '..', '..', '..', 'instructor', 'reference')"
+
+
+def graded_functions(nb):
+    return [grade_id(c) for c in nb.cells if is_solution_code(c)]
+
+
+def import_reference(nb, function):
+    """The function hands the work to the hidden reference, found next to the course."""
+    return with_answer(nb, function, f'''
+def {function}(*args, **kwargs):
+    import os, sys
+    sys.path.append({REFERENCE_FROM_AUTOGRADED})
+    import attention_reference
+    return getattr(attention_reference, "{function}")(*args, **kwargs)
+''')
+
+
+def read_reference_source(nb, function):
+    """The function reads the reference's files and runs them."""
+    return with_answer(nb, function, f'''
+def {function}(*args, **kwargs):
+    import glob, os
+    namespace = {{"__name__": "stolen"}}
+    folder = os.path.join({REFERENCE_FROM_AUTOGRADED}, "attention_reference")
+    for path in sorted(glob.glob(os.path.join(folder, "*.py"))):
+        source = open(path).read().replace("from .", "from attention_reference.")
+        exec(compile(source, path, "exec"), namespace)
+    return namespace["{function}"](*args, **kwargs)
+''')
+
+
+def patched_helpers(nb, function):
+    """A wrong answer plus every trick to make checks pass: numpy, the checks, subprocess, tracebacks."""
+    return with_answer(nb, function, f'''
+def {function}(*args, **kwargs):
+    return np.zeros(3)
+
+np.allclose = lambda *a, **k: True
+np.testing.assert_allclose = lambda *a, **k: None
+np.array_equal = lambda *a, **k: True
+import attention_course.checks as _checks
+for _name in dir(_checks):
+    if _name.startswith(("check", "cmp")):
+        setattr(_checks, _name, lambda *a, **k: None)
+import subprocess
+class _FakeVerdict:
+    returncode, stdout, stderr = 0, '{{"passed": true, "cases": 1, "message": "ok"}}', ""
+subprocess.run = lambda *a, **k: _FakeVerdict()
+get_ipython().showtraceback = lambda *a, **k: None
+''')
+
+
+def kernel_crash(nb, function):
+    """The function kills its own process whenever it is called."""
+    return with_answer(nb, function, f'''
+def {function}(*args, **kwargs):
+    import os
+    os._exit(3)
+''')
+
+
+def infinite_loop(nb, function):
+    """The function never returns and swallows the interrupt meant to stop it."""
+    return with_answer(nb, function, f'''
+def {function}(*args, **kwargs):
+    while True:
+        try:
+            sum(range(1000))
+        except BaseException:
+            pass
+''')
+
+
+def deleted_test_cells(nb, function):
+    """A correct answer whose test cells were deleted by the learner."""
+    nb = nbformat.from_dict(nb)
+    owner, kept = None, []
+    for cell in nb.cells:
+        if is_solution_code(cell):
+            owner = grade_id(cell)
+        if owner == function and (is_test(cell) or (cell_role(cell).get("locked")
+                                                     and not cell_role(cell).get("solution"))):
+            continue
+        kept.append(cell)
+    nb.cells = kept
+    return nb
+
+
+def edited_and_duplicated_test_cells(nb, function):
+    """A correct answer whose hidden test was emptied, then duplicated."""
+    nb = nbformat.from_dict(nb)
+    owner, cells = None, []
+    for cell in nb.cells:
+        if is_solution_code(cell):
+            owner = grade_id(cell)
+        if owner == function and is_test(cell):
+            cell.source = "pass  # no tests here"
+            cells.extend([cell, nbformat.from_dict(cell)])
+            continue
+        cells.append(cell)
+    for index, cell in enumerate(cells):
+        cell["id"] = f"cell-{index}"
+    nb.cells = cells
+    return nb
+
+
+CORE_CASES = {
+    "import_reference": import_reference,
+    "read_reference_source": read_reference_source,
+    "patched_helpers": patched_helpers,
+    "kernel_crash": kernel_crash,
+    "deleted_test_cells": deleted_test_cells,
+    "edited_and_duplicated_test_cells": edited_and_duplicated_test_cells,
+}
+# Outcome per case: "zero" = the target exercise scores 0 and the rest keep full marks;
+# "full" = the (correct) submission keeps full marks.
+EXPECTED = {
+    "import_reference": "zero", "read_reference_source": "zero", "patched_helpers": "zero",
+    "kernel_crash": "zero", "infinite_loop": "zero",
+    "deleted_test_cells": "full", "edited_and_duplicated_test_cells": "full",
+}
+FLAGGED = {"import_reference", "read_reference_source"}
