@@ -99,9 +99,8 @@ def _submissions(lesson):
     """{student id: notebook} for the solution, the release and every catalogue entry."""
     answer = solved(release_path(lesson), solution_path(lesson))
     students = {"solution": answer, "untouched": nbformat.read(release_path(lesson), as_version=4)}
-    entries = catalogue.load(lesson)
     for kind in ("WRONG", "CORRECT"):
-        for function, variants in (getattr(entries, kind, {}) if entries else {}).items():
+        for function, variants in catalogue.entries(lesson, kind).items():
             for name, source in variants.items():
                 students[f"{kind.lower()}--{function}--{name}"] = with_answer(answer, function, source)
     target = hostile.graded_functions(answer)[0]
@@ -193,7 +192,8 @@ def test_wrong_answers_lose_points_on_their_own_exercise_only(lesson, graded):
                   and scores[gid][0] != scores[gid][1]}
         if others:
             problems.append(f"{student} also lost points elsewhere: {others}")
-    print(f"\n{lesson}: kill rate {killed}/{len(wrong)} wrong answers caught")
+    print(f"\n{lesson}: kill rate {killed}/{len(wrong)} wrong answers caught "
+          f"({catalogue.size(lesson, 'WRONG')} in the catalogue)")
     assert len(wrong) >= 3 * len(set(owners.values())), "fewer than three wrong answers per function"
     assert not problems, "\n".join(problems)
 

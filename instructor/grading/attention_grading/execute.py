@@ -32,6 +32,7 @@ from .paths import REFERENCE_DIR
 
 HIDDEN_CHECK = re.compile(r"""check\(\s*["']([A-Za-z_][A-Za-z0-9_]*)["']""")
 NOTES_FILE = "grading-notes.json"
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def _error(ename, evalue):
@@ -190,18 +191,24 @@ class GuardedExecute(Execute):
         self._plan = Plan(nb)
         self._server = GuardServer(self._plan.trusted)
         self._deadline = monotonic() + self.notebook_timeout
-        self._crashed, self._hung, self._restarts, self._late = [], [], 0, []
+        self._crashed, self._hung, self._restarts, self._late, self._skipped = [], [], 0, [], []
+        self._crashing = set()
         self._printed = {}
         self._hung_once = False
-        saved = os.environ.get("ATTENTION_GUARD")
-        os.environ["ATTENTION_GUARD"] = self._server.address
+        # Kernels inherit these: the guard's address, and one BLAS thread each, since graders
+        # run one kernel per core and oversubscribed BLAS threads slow matrix products badly.
+        kernel_env = {"ATTENTION_GUARD": self._server.address}
+        kernel_env.update({k: "1" for k in BLAS_THREADS if k not in os.environ})
+        saved = {k: os.environ.get(k) for k in kernel_env}
+        os.environ.update(kernel_env)
         try:
             nb, resources = super().preprocess(nb, resources, km)
         finally:
-            if saved is None:
-                os.environ.pop("ATTENTION_GUARD", None)
-            else:
-                os.environ["ATTENTION_GUARD"] = saved
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
             self._server.close()
         self._settle(nb, resources)
         return nb, resources
@@ -216,6 +223,11 @@ class GuardedExecute(Execute):
             if index in self._plan.tests:
                 cell.outputs = [_error("GradingTimeLimit", "not run: the notebook used up its "
                                        f"{self.notebook_timeout} s of grading time")]
+            return cell, resources
+        if self._calls_crashed_code(cell):
+            cell.outputs = [NotebookNode(output_type="stream", name="stdout", text=(
+                "[not run by the grader: it calls a function that already killed the kernel]\n"))]
+            self._skipped.append(index)
             return cell, resources
         self._server.current = index
         try:
@@ -232,6 +244,9 @@ class GuardedExecute(Execute):
             cell.outputs.append(_error("KernelDied", "the kernel died while running this cell "
                                        "(os._exit, a crash, or too much memory); later cells ran in a fresh kernel"))
             self._crashed.append(index)
+            self._crashing |= {name for name in self._plan.solutions if re.search(rf"\b{name}\b", cell.source)}
+            if self._plan.owner.get(index):
+                self._crashing.add(self._plan.owner[index])
             self._server.expected_eof.add(index)
             self._recover(index)
             return cell, resources
@@ -242,6 +257,16 @@ class GuardedExecute(Execute):
             self._server.expected_eof.add(index)
             self._recover(index)
         return cell, resources
+
+    def _calls_crashed_code(self, cell):
+        """An ungraded cell (a demo, a visible check) that uses a function which killed the kernel.
+
+        Running it would only kill the next kernel too; graded cells and answers always run.
+        """
+        meta = cell.metadata.get("nbgrader", {})
+        if not self._crashing or meta.get("grade") or meta.get("solution") or meta.get("grade_id") == "setup":
+            return False
+        return any(re.search(rf"\b{name}\b", cell.source) for name in self._crashing)
 
     def _responsive(self):
         """Does the kernel still run code? (It may have swallowed the interrupt and kept looping.)"""
@@ -265,7 +290,7 @@ class GuardedExecute(Execute):
             self.kc.stop_channels()
             self.start_new_kernel_client()
             self.wait_for_reply(self.kc.kernel_info())
-            skip = set(self._crashed) | set(self._hung) | set(self._plan.tests)
+            skip = set(self._crashed) | set(self._hung) | set(self._plan.tests) | set(self._skipped)
             try:
                 for j in range(upto):
                     original = self.nb.cells[j]
@@ -359,6 +384,7 @@ class GuardedExecute(Execute):
             "crashed_cells": [self._describe(nb, i) for i in self._crashed],
             "hung_cells": [self._describe(nb, i) for i in self._hung],
             "not_run_cells": [self._describe(nb, i) for i in self._late],
+            "skipped_cells": [self._describe(nb, i) for i in self._skipped],
             "kernel_restarts": min(self._restarts, self.max_restarts),
             "verdicts": {plan.hidden[r["cell"]]: r["reply"].get("passed") for r in records
                          if r["type"] == "judge" and r["cell"] in plan.hidden
