@@ -107,7 +107,7 @@ def check(name, fn):
         raise HiddenTestFailure(f"{name} should be a function, but it is a {type(fn).__name__}.")
     with substituted(fn, spec.substitutes):
         results, after = run_cases(fn, spec)
-    measurements = spec.measure(fn) if spec.measure else {}
+    measurements = call_quietly(spec.measure, fn) if spec.measure else {}
     verdict = ask_judge({"name": name, "results": results, "after": after,
                          "measurements": measurements})
     if not verdict["passed"]:
