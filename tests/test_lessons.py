@@ -136,12 +136,15 @@ def _grade_lesson(lesson, root):
 
 @pytest.fixture(scope="session")
 def graded(request, tmp_path_factory):
-    """Autograde the catalogue of every lesson the selected tests need, two lessons at a time."""
+    """Autograde the catalogue of every lesson the selected tests need, four lessons at a time.
+
+    A grader mostly waits on its kernel, so four at once keep two cores busy.
+    """
     wanted = sorted({item.callspec.params["lesson"] for item in request.session.items
                      if "graded" in getattr(item, "fixturenames", ())
                      and "lesson" in getattr(getattr(item, "callspec", None), "params", {})})
     roots = {lesson: copy_course(tmp_path_factory.mktemp(f"grade-{lesson}")) for lesson in wanted}
-    with ThreadPoolExecutor(2) as pool:
+    with ThreadPoolExecutor(4) as pool:
         futures = {lesson: pool.submit(_grade_lesson, lesson, roots[lesson]) for lesson in wanted}
         return {lesson: future.result() for lesson, future in futures.items()}
 

@@ -15,7 +15,9 @@ ever read. The exit status is 1 when some submission could not be graded, 0 othe
 """
 import argparse
 import concurrent.futures as futures
+import copy
 import csv
+import functools
 import io
 import json
 import logging
@@ -186,10 +188,16 @@ def _capture(obj, name):
     return buffer
 
 
+@functools.lru_cache(maxsize=4)
+def _course_config(root):
+    """nbgrader_config.py, read once per worker process (it is the same for every unit)."""
+    return load_config(root)
+
+
 def _coursedir(root, db_url, lesson, student):
     from nbgrader.coursedir import CourseDirectory
 
-    config = load_config(root)
+    config = copy.deepcopy(_course_config(str(root)))
     config.CourseDirectory.root = str(root)
     config.CourseDirectory.db_url = db_url
     coursedir = CourseDirectory(config=config)
