@@ -114,6 +114,38 @@ def edited_and_duplicated_test_cells(nb, function):
     return nb
 
 
+def _wrapped(nb, function, before_call, at_top_level=""):
+    """The correct answer of ``function``, wrapped so that each call first runs ``before_call``."""
+    answer = next(c.source for c in nb.cells if grade_id(c) == function and is_solution_code(c))
+    return with_answer(nb, function, f"{answer}\n\n_answer_{function} = {function}\n{at_top_level}\n\n"
+                                     f"def {function}(*args, **kwargs):\n{before_call}\n"
+                                     f"    return _answer_{function}(*args, **kwargs)\n")
+
+
+def noisy_correct(nb, function):
+    """A correct answer that writes to stderr and raises a warning on every call."""
+    return _wrapped(nb, function, "    import sys, warnings\n"
+                                  "    print('working on it', file=sys.stderr)\n"
+                                  "    warnings.warn('this answer is chatty')")
+
+
+def output_flood(nb, function):
+    """A correct answer that prints a hundred thousand lines, and more on every call."""
+    return _wrapped(nb, function, "    for line in range(2000):\n        print('still thinking', line)",
+                    at_top_level="for line in range(100000):\n    print('a long printout, line', line)")
+
+
+def retyped_test_cell(nb, function):
+    """A correct answer whose hidden test cell was turned into a markdown cell."""
+    nb = nbformat.from_dict(nb)
+    for cell in nb.cells:
+        if grade_id(cell) == f"{function}_matches_reference":
+            cell.cell_type = "markdown"
+            cell.pop("outputs", None)
+            cell.pop("execution_count", None)
+    return nb
+
+
 CORE_CASES = {
     "import_reference": import_reference,
     "read_reference_source": read_reference_source,
@@ -121,6 +153,10 @@ CORE_CASES = {
     "kernel_crash": kernel_crash,
     "deleted_test_cells": deleted_test_cells,
     "edited_and_duplicated_test_cells": edited_and_duplicated_test_cells,
+    "infinite_loop": infinite_loop,
+    "noisy_correct": noisy_correct,
+    "output_flood": output_flood,
+    "retyped_test_cell": retyped_test_cell,
 }
 # Outcome per case: "zero" = the target exercise scores 0 and the rest keep full marks;
 # "full" = the (correct) submission keeps full marks.
@@ -128,5 +164,6 @@ EXPECTED = {
     "import_reference": "zero", "read_reference_source": "zero", "patched_helpers": "zero",
     "kernel_crash": "zero", "infinite_loop": "zero",
     "deleted_test_cells": "full", "edited_and_duplicated_test_cells": "full",
+    "noisy_correct": "full", "output_flood": "full", "retyped_test_cell": "full",
 }
 FLAGGED = {"import_reference", "read_reference_source"}

@@ -119,7 +119,9 @@ def _grade_lesson(lesson, root):
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / f"{lesson}.ipynb")
     before = _tree_digest(submitted)
-    done = nbgrader(root, "autograde", lesson, "--force", check=False)
+    # 10 s a cell (30 s in the course's config): every solution cell takes well under that here,
+    # and the infinite-loop submissions wait less.
+    done = nbgrader(root, "autograde", lesson, "--force", "--Execute.timeout=10", check=False)
     scores = {}
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "attention") as gb:
         for student in _submissions(lesson):

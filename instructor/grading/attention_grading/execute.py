@@ -226,7 +226,7 @@ class GuardedExecute(Execute):
             return cell, resources
         if self._calls_crashed_code(cell):
             cell.outputs = [NotebookNode(output_type="stream", name="stdout", text=(
-                "[not run by the grader: it calls a function that already killed the kernel]\n"))]
+                "[not run by the grader: it calls a function that already crashed or hung]\n"))]
             self._skipped.append(index)
             return cell, resources
         self._server.current = index
@@ -237,6 +237,7 @@ class GuardedExecute(Execute):
             cell.outputs.append(_error("CellTimeoutError", f"the cell ran longer than {self.timeout} s"))
             self._hung_once = True
             self._hung.append(index)
+            self._mark_broken(cell, index)
             self._server.expected_eof.add(index)
             self._recover(index)
             return cell, resources
@@ -244,24 +245,30 @@ class GuardedExecute(Execute):
             cell.outputs.append(_error("KernelDied", "the kernel died while running this cell "
                                        "(os._exit, a crash, or too much memory); later cells ran in a fresh kernel"))
             self._crashed.append(index)
-            self._crashing |= {name for name in self._plan.solutions if re.search(rf"\b{name}\b", cell.source)}
-            if self._plan.owner.get(index):
-                self._crashing.add(self._plan.owner[index])
+            self._mark_broken(cell, index)
             self._server.expected_eof.add(index)
             self._recover(index)
             return cell, resources
         timed_out = any(o.get("ename") == "CellTimeoutError" for o in cell.outputs)
         self._hung_once = self._hung_once or timed_out
+        if timed_out:
+            self._mark_broken(cell, index)
         if timed_out and not self._responsive():
             self._hung.append(index)
             self._server.expected_eof.add(index)
             self._recover(index)
         return cell, resources
 
-    def _calls_crashed_code(self, cell):
-        """An ungraded cell (a demo, a visible check) that uses a function which killed the kernel.
+    def _mark_broken(self, cell, index):
+        """Remember the graded functions a cell that crashed or hung was using."""
+        self._crashing |= {name for name in self._plan.solutions if re.search(rf"\b{name}\b", cell.source)}
+        if self._plan.owner.get(index):
+            self._crashing.add(self._plan.owner[index])
 
-        Running it would only kill the next kernel too; graded cells and answers always run.
+    def _calls_crashed_code(self, cell):
+        """An ungraded cell (a demo, a visible check) that uses a function which crashed or hung.
+
+        Running it would only kill or stall the next kernel too; graded cells and answers always run.
         """
         meta = cell.metadata.get("nbgrader", {})
         if not self._crashing or meta.get("grade") or meta.get("solution") or meta.get("grade_id") == "setup":
