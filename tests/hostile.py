@@ -114,25 +114,35 @@ def edited_and_duplicated_test_cells(nb, function):
     return nb
 
 
-def _wrapped(nb, function, before_call, at_top_level=""):
-    """The correct answer of ``function``, wrapped so that each call first runs ``before_call``."""
+def _wrapped(nb, function, body, at_top_level=""):
+    """The correct answer of ``function`` kept as ``_answer_<function>``, behind a wrapper of ``body``."""
     answer = next(c.source for c in nb.cells if grade_id(c) == function and is_solution_code(c))
+    call = f"_answer_{function}(*args, **kwargs)"
     return with_answer(nb, function, f"{answer}\n\n_answer_{function} = {function}\n{at_top_level}\n\n"
-                                     f"def {function}(*args, **kwargs):\n{before_call}\n"
-                                     f"    return _answer_{function}(*args, **kwargs)\n")
+                                     f"def {function}(*args, **kwargs):\n{body.format(call=call)}\n")
 
 
 def noisy_correct(nb, function):
     """A correct answer that writes to stderr and raises a warning on every call."""
     return _wrapped(nb, function, "    import sys, warnings\n"
                                   "    print('working on it', file=sys.stderr)\n"
-                                  "    warnings.warn('this answer is chatty')")
+                                  "    warnings.warn('this answer is chatty')\n"
+                                  "    return {call}")
 
 
 def output_flood(nb, function):
     """A correct answer that prints a hundred thousand lines, and more on every call."""
-    return _wrapped(nb, function, "    for line in range(2000):\n        print('still thinking', line)",
+    return _wrapped(nb, function, "    for line in range(2000):\n        print('still thinking', line)\n"
+                                  "    return {call}",
                     at_top_level="for line in range(100000):\n    print('a long printout, line', line)")
+
+
+def hard_coded_first_output(nb, function):
+    """Remembers what it returned for its first call (the visible example) and returns it ever after."""
+    return _wrapped(nb, function, "    if 'first' not in _remembered:\n"
+                                  "        _remembered['first'] = {call}\n"
+                                  "    return _remembered['first']",
+                    at_top_level="_remembered = {}")
 
 
 def retyped_test_cell(nb, function):
@@ -154,6 +164,7 @@ CORE_CASES = {
     "deleted_test_cells": deleted_test_cells,
     "edited_and_duplicated_test_cells": edited_and_duplicated_test_cells,
     "infinite_loop": infinite_loop,
+    "hard_coded_first_output": hard_coded_first_output,
     "noisy_correct": noisy_correct,
     "output_flood": output_flood,
     "retyped_test_cell": retyped_test_cell,
@@ -162,7 +173,7 @@ CORE_CASES = {
 # "full" = the (correct) submission keeps full marks.
 EXPECTED = {
     "import_reference": "zero", "read_reference_source": "zero", "patched_helpers": "zero",
-    "kernel_crash": "zero", "infinite_loop": "zero",
+    "kernel_crash": "zero", "infinite_loop": "zero", "hard_coded_first_output": "zero",
     "deleted_test_cells": "full", "edited_and_duplicated_test_cells": "full",
     "noisy_correct": "full", "output_flood": "full", "retyped_test_cell": "full",
 }

@@ -18,6 +18,7 @@ import pytest
 
 import catalogue
 import hostile
+import leaks
 from conftest import ROOT, copy_course, lesson_ids, nbgrader
 from notebook_tools import cell_role, functions_of_tests, grade_id, is_solution_code, solved, with_answer
 
@@ -113,8 +114,9 @@ def _grade_lesson(lesson, root):
     from nbgrader.api import Gradebook
 
     nbgrader(root, "generate_assignment", lesson, "--force")
+    students = _submissions(lesson)
     submitted = root / "submitted"
-    for student, nb in _submissions(lesson).items():
+    for student, nb in students.items():
         folder = submitted / student / lesson
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / f"{lesson}.ipynb")
@@ -124,7 +126,7 @@ def _grade_lesson(lesson, root):
     done = nbgrader(root, "autograde", lesson, "--force", "--Execute.timeout=10", check=False)
     scores = {}
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "attention") as gb:
-        for student in _submissions(lesson):
+        for student in students:
             notebook = gb.find_submission_notebook(lesson, lesson, student)
             scores[student] = {g.name: (g.score, g.max_score) for g in notebook.grades
                                if not g.needs_manual_grade}
@@ -132,7 +134,14 @@ def _grade_lesson(lesson, root):
                   for p in (root / "autograded").glob(f"*/{lesson}/{lesson}.ipynb")}
     notes = {p.parts[-3]: json.loads(p.read_text())
              for p in (root / "autograded").glob(f"*/{lesson}/grading-notes.json")}
+    # Feedback for a correct, a wrong and a flagged submission.
+    first_wrong = next(s for s in students if s.startswith("wrong--"))
+    flagged = next(s for s in students if s.endswith("--import_reference"))
+    for student in ("solution", first_wrong, flagged):
+        nbgrader(root, "generate_feedback", lesson, "--student", student, "--force")
+    feedback = {p.parts[-3]: p.read_text() for p in (root / "feedback").rglob("*.html")}
     return {"scores": scores, "autograded": autograded, "log": done.stdout, "notes": notes,
+            "feedback": feedback, "root": root,
             "submitted_unchanged": before == _tree_digest(submitted)}
 
 
@@ -252,3 +261,16 @@ def test_hostile_submissions_get_their_defined_outcome(lesson, graded):
         if graded[lesson]["notes"].get(student, {}).get("flags"):
             problems.append(f"{student}: an honest submission was flagged: {graded[lesson]['notes'][student]['flags'][:3]}")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.nbgrader
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_feedback_shows_verdicts_but_no_hidden_test(lesson, graded):
+    """generate_feedback: each check's docstring and diagnosis, never hidden code, reference code or paths."""
+    feedback = graded[lesson]["feedback"]
+    assert len(feedback) == 3, sorted(feedback)
+    for student, html in feedback.items():
+        assert not leaks.found_in(html, graded[lesson]["root"]), student
+        assert "hidden tests run here" in html
+    wrong = next(html for student, html in feedback.items() if student.startswith("wrong--"))
+    assert "On " in wrong and ("HiddenTestFailure" in wrong or "CheckFailed" in wrong)

@@ -1,0 +1,20 @@
+"""What feedback must never show a learner: hidden test code, the reference's code, our paths."""
+from conftest import ROOT
+
+MARKERS = ["BEGIN HIDDEN TESTS", "attention_grading", "attention_reference", "/instructor/",
+           "hidden.check", "_private_reference"]
+
+
+def reference_lines():
+    """Distinctive lines of the reference implementation (long enough not to occur by chance)."""
+    lines = set()
+    for path in (ROOT / "instructor" / "reference" / "attention_reference").glob("*.py"):
+        lines |= {line.strip() for line in path.read_text().splitlines()
+                  if len(line.strip()) > 40 and not line.strip().startswith(("#", '"""', "from ", "import "))}
+    return lines
+
+
+def found_in(html, course_root):
+    """The leaks present in one feedback file (empty when it is clean)."""
+    return ([m for m in MARKERS + [str(course_root)] if m in html]
+            + [line for line in reference_lines() if line in html])
