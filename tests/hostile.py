@@ -122,19 +122,21 @@ def _wrapped(nb, function, body, at_top_level=""):
                                      f"def {function}(*args, **kwargs):\n{body.format(call=call)}\n")
 
 
-def noisy_correct(nb, function):
-    """A correct answer that writes to stderr and raises a warning on every call."""
-    return _wrapped(nb, function, "    import sys, warnings\n"
-                                  "    print('working on it', file=sys.stderr)\n"
-                                  "    warnings.warn('this answer is chatty')\n"
-                                  "    return {call}")
-
-
-def output_flood(nb, function):
-    """A correct answer that prints a hundred thousand lines, and more on every call."""
-    return _wrapped(nb, function, "    for line in range(2000):\n        print('still thinking', line)\n"
-                                  "    return {call}",
-                    at_top_level="for line in range(100000):\n    print('a long printout, line', line)")
+def chatty_correct_with_retyped_test(nb, function):
+    """A correct answer that floods stdout, writes to stderr and warns on every call, and whose
+    hidden test cell the learner turned into a markdown cell."""
+    nb = _wrapped(nb, function, "    import sys, warnings\n"
+                                "    for line in range(2000):\n        print('still thinking', line)\n"
+                                "    print('working on it', file=sys.stderr)\n"
+                                "    warnings.warn('this answer is chatty')\n"
+                                "    return {call}",
+                  at_top_level="for line in range(20000):\n    print('a long printout, line', line)")
+    for cell in nb.cells:
+        if grade_id(cell) == f"{function}_matches_reference":
+            cell.cell_type = "markdown"
+            cell.pop("outputs", None)
+            cell.pop("execution_count", None)
+    return nb
 
 
 def hard_coded_first_output(nb, function):
@@ -143,17 +145,6 @@ def hard_coded_first_output(nb, function):
                                   "        _remembered['first'] = {call}\n"
                                   "    return _remembered['first']",
                     at_top_level="_remembered = {}")
-
-
-def retyped_test_cell(nb, function):
-    """A correct answer whose hidden test cell was turned into a markdown cell."""
-    nb = nbformat.from_dict(nb)
-    for cell in nb.cells:
-        if grade_id(cell) == f"{function}_matches_reference":
-            cell.cell_type = "markdown"
-            cell.pop("outputs", None)
-            cell.pop("execution_count", None)
-    return nb
 
 
 CORE_CASES = {
@@ -165,9 +156,7 @@ CORE_CASES = {
     "edited_and_duplicated_test_cells": edited_and_duplicated_test_cells,
     "infinite_loop": infinite_loop,
     "hard_coded_first_output": hard_coded_first_output,
-    "noisy_correct": noisy_correct,
-    "output_flood": output_flood,
-    "retyped_test_cell": retyped_test_cell,
+    "chatty_correct_with_retyped_test": chatty_correct_with_retyped_test,
 }
 # Outcome per case: "zero" = the target exercise scores 0 and the rest keep full marks;
 # "full" = the (correct) submission keeps full marks.
@@ -175,6 +164,6 @@ EXPECTED = {
     "import_reference": "zero", "read_reference_source": "zero", "patched_helpers": "zero",
     "kernel_crash": "zero", "infinite_loop": "zero", "hard_coded_first_output": "zero",
     "deleted_test_cells": "full", "edited_and_duplicated_test_cells": "full",
-    "noisy_correct": "full", "output_flood": "full", "retyped_test_cell": "full",
+    "chatty_correct_with_retyped_test": "full",
 }
 FLAGGED = {"import_reference", "read_reference_source"}

@@ -1,4 +1,6 @@
 """What feedback must never show a learner: hidden test code, the reference's code, our paths."""
+import json
+
 from conftest import ROOT
 
 MARKERS = ["BEGIN HIDDEN TESTS", "attention_grading", "attention_reference", "/instructor/",
@@ -6,12 +8,16 @@ MARKERS = ["BEGIN HIDDEN TESTS", "attention_grading", "attention_reference", "/i
 
 
 def reference_lines():
-    """Distinctive lines of the reference implementation (long enough not to occur by chance)."""
+    """Distinctive lines of the reference implementation (long enough not to occur by chance).
+
+    A line that a model solution also contains may be the learner's own code, shown back to them.
+    """
     lines = set()
     for path in (ROOT / "instructor" / "reference" / "attention_reference").glob("*.py"):
         lines |= {line.strip() for line in path.read_text().splitlines()
                   if len(line.strip()) > 40 and not line.strip().startswith(("#", '"""', "from ", "import "))}
-    return lines
+    solutions = "".join(p.read_text() for p in (ROOT / "solutions").rglob("*.ipynb"))
+    return {line for line in lines if json.dumps(line)[1:-1] not in solutions}
 
 
 def found_in(html, course_root):

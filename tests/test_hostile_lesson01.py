@@ -1,16 +1,15 @@
 """Hostile and broken submissions that need a lesson's particulars, on lesson 01.
 
-The cases every lesson gets (reaching for the reference, patched checks, a crash, edited test
-cells) run with each lesson's catalogue in test_lessons.py. Here: hard-coded seed outputs, an
-infinite loop, a segfault, a retyped test cell, a deleted solution cell, a flood of output, and
-grading the same submissions twice. Cells time out after 5 s here (30 s in the course's config).
+The cases every lesson gets (reaching for the reference, patched checks, a crash, an infinite
+loop, edited, deleted and retyped test cells, chatty output) run with each lesson's catalogue in
+test_lessons.py. Here: hard-coded seed outputs, a segfault, a deleted answer cell, and grading the
+same submissions twice. Cells time out after 5 s here (30 s in the course's config).
 """
 import json
 
 import nbformat
 import pytest
 
-import hostile
 from conftest import ROOT, copy_course, nbgrader
 from notebook_tools import grade_id, solved, with_answer
 
@@ -21,16 +20,6 @@ pytestmark = pytest.mark.nbgrader
 def _answer():
     return solved(ROOT / "notebooks" / LESSON / f"{LESSON}.ipynb",
                   ROOT / "solutions" / LESSON / f"{LESSON}.ipynb")
-
-
-def _retyped(nb):
-    nb = nbformat.from_dict(nb)
-    for cell in nb.cells:
-        if grade_id(cell) == "softmax_matches_reference":
-            cell.cell_type = "markdown"
-            cell.pop("outputs", None)
-            cell.pop("execution_count", None)
-    return nb
 
 
 def _without_solution(nb):
@@ -45,31 +34,17 @@ SUBMISSIONS = {
 def softmax(x, axis=-1):
     return np.array(seeds.BANK_MORTGAGE_SHARES_QUOTED)
 '''),
-    "infinite_loop": lambda nb: hostile.infinite_loop(nb, "softmax"),
     "segfault": lambda nb: with_answer(nb, "softmax", '''
 def softmax(x, axis=-1):
     import ctypes
     return ctypes.string_at(0)
 '''),
-    "retyped_test_cell": _retyped,
     "deleted_solution_cell": _without_solution,
-    "output_flood": lambda nb: with_answer(nb, "softmax", '''
-def softmax(x, axis=-1):
-    for i in range(5000):
-        print("still thinking about", i)
-    x = np.asarray(x, dtype=float)
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-for line in range(100000):
-    print("a very long printout, line", line)
-'''),
 }
 # (softmax points, contextualize points): the defined outcome of each case.
 EXPECTED = {
-    "solution": (3, 3), "hard_coded_seed_output": (0, 3), "infinite_loop": (0, 3),
-    "segfault": (0, 3), "retyped_test_cell": (3, 3), "deleted_solution_cell": (0, 3),
-    "output_flood": (3, 3),
+    "solution": (3, 3), "hard_coded_seed_output": (0, 3), "segfault": (0, 3),
+    "deleted_solution_cell": (0, 3),
 }
 
 
@@ -112,20 +87,10 @@ def test_each_case_gets_its_defined_outcome(student, graded_twice):
     assert got == EXPECTED[student], f"{student}: {got}, notes {graded_twice['notes'].get(student)}"
 
 
-def test_crashes_and_hangs_are_named(graded_twice):
-    """grading-notes.json names the cell that killed the kernel; the hung cell shows a timeout."""
+def test_crashes_are_named(graded_twice):
+    """grading-notes.json names the cell that killed the kernel."""
     crashed = graded_twice["notes"]["segfault"]["crashed_cells"]
     assert crashed and crashed[0]["grade_id"] in {"softmax_seed_shares", "softmax_matches_reference"}
-    nb = nbformat.read(graded_twice["root"] / "autograded" / "infinite_loop" / LESSON / f"{LESSON}.ipynb", 4)
-    hidden = next(c for c in nb.cells if grade_id(c) == "softmax_matches_reference")
-    assert any(o.get("ename") in ("CellTimeoutError", "KeyboardInterrupt") for o in hidden.outputs)
-
-
-def test_output_flood_is_cut(graded_twice):
-    """Printing hundreds of thousands of lines leaves a small autograded notebook."""
-    path = graded_twice["root"] / "autograded" / "output_flood" / LESSON / f"{LESSON}.ipynb"
-    assert path.stat().st_size < 1_000_000
-    assert "cut by the grader" in path.read_text() or "truncated" in path.read_text()
 
 
 def test_grading_twice_gives_identical_scores(graded_twice):

@@ -20,7 +20,7 @@ import catalogue
 import hostile
 import leaks
 from conftest import ROOT, copy_course, lesson_ids, nbgrader
-from notebook_tools import cell_role, functions_of_tests, grade_id, is_solution_code, solved, with_answer
+from notebook_tools import functions_of_tests, grade_id, is_solution_code, solved, with_answer
 
 LESSONS = lesson_ids()
 HIDDEN_MARKERS = ["BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
@@ -134,10 +134,11 @@ def _grade_lesson(lesson, root):
                   for p in (root / "autograded").glob(f"*/{lesson}/{lesson}.ipynb")}
     notes = {p.parts[-3]: json.loads(p.read_text())
              for p in (root / "autograded").glob(f"*/{lesson}/grading-notes.json")}
-    # Feedback for a correct, a wrong and a flagged submission.
+    # Feedback for a correct, a wrong and a hostile submission (not one that names our files in
+    # its own code: feedback shows learners their own code).
     first_wrong = next(s for s in students if s.startswith("wrong--"))
-    flagged = next(s for s in students if s.endswith("--import_reference"))
-    for student in ("solution", first_wrong, flagged):
+    hostile_one = next(s for s in students if s.endswith("--patched_helpers"))
+    for student in ("solution", first_wrong, hostile_one):
         nbgrader(root, "generate_feedback", lesson, "--student", student, "--force")
     feedback = {p.parts[-3]: p.read_text() for p in (root / "feedback").rglob("*.html")}
     return {"scores": scores, "autograded": autograded, "log": done.stdout, "notes": notes,
@@ -257,6 +258,10 @@ def test_hostile_submissions_get_their_defined_outcome(lesson, graded):
             problems.append(f"{student}: flagged without cause: {notes['flags'][:3]}")
         if case == "kernel_crash" and not notes.get("crashed_cells"):
             problems.append(f"{student}: the crash is not named in grading-notes.json")
+        if case == "chatty_correct_with_retyped_test":
+            size = len(nbformat.writes(graded[lesson]["autograded"][student]))
+            if size > 1_000_000:
+                problems.append(f"{student}: its printout was not cut ({size} bytes graded)")
     for student in ("solution",) + tuple(s for s in graded[lesson]["scores"] if s.startswith("correct--")):
         if graded[lesson]["notes"].get(student, {}).get("flags"):
             problems.append(f"{student}: an honest submission was flagged: {graded[lesson]['notes'][student]['flags'][:3]}")

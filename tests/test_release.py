@@ -4,7 +4,6 @@ import filecmp
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 import nbformat
 import pytest

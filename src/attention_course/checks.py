@@ -8,10 +8,8 @@ import contextlib
 import inspect
 import io
 import os
-import sys
 import tempfile
 import textwrap
-import traceback
 import warnings
 
 import numpy as np
