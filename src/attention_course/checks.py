@@ -76,10 +76,6 @@ def check_attempted(fn):
     print(f"✓ {getattr(fn, '__name__', 'the function')} is written; the hidden tests decide the points")
 
 
-def check_runs(fn, *example_args, **example_kwargs):  # transitional name used by early drafts
-    check_attempted(fn)
-
-
 def check_shape(name, value, shape):
     """``value`` is an array of exactly ``shape``."""
     if not isinstance(value, np.ndarray):
