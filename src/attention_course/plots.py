@@ -13,24 +13,31 @@ def _axis(ax, size=(4.5, 3.8)):
     return ax
 
 
-def attention_heatmap(weights, queries, keys=None, title="Attention weights", ax=None,
-                      annotate=True, cmap="Blues"):
-    """Rows are the reading (query) tokens, columns the tokens read (keys); each row sums to 1."""
-    weights = np.asarray(weights, dtype=float)
+def _token_matrix(values, queries, keys, title, ax, annotate, cmap, vmin, vmax, digits, label,
+                  light_above):
+    """A token-by-token matrix: rows are the reading (query) tokens, columns the tokens read."""
     keys = queries if keys is None else keys
     ax = _axis(ax)
-    image = ax.imshow(weights, cmap=cmap, vmin=0.0, vmax=max(1.0, float(weights.max())))
+    image = ax.imshow(values, cmap=cmap, vmin=vmin, vmax=vmax)
     ax.set_xticks(range(len(keys)), keys)
     ax.set_yticks(range(len(queries)), queries)
     ax.set_xlabel("token being read (key)")
     ax.set_ylabel("token reading (query)")
     ax.set_title(title)
     if annotate:
-        for (i, j), w in np.ndenumerate(weights):
-            ax.text(j, i, f"{w:.3f}", ha="center", va="center",
-                    color="white" if w > 0.6 else "black", fontsize=9)
-    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="weight")
+        for (i, j), v in np.ndenumerate(values):
+            ax.text(j, i, f"{v:.{digits}f}", ha="center", va="center",
+                    color="white" if abs(v) > light_above else "black", fontsize=9)
+    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label=label)
     return ax
+
+
+def attention_heatmap(weights, queries, keys=None, title="Attention weights", ax=None,
+                      annotate=True, cmap="Blues"):
+    """Rows are the reading (query) tokens, columns the tokens read (keys); each row sums to 1."""
+    weights = np.asarray(weights, dtype=float)
+    return _token_matrix(weights, queries, keys, title, ax, annotate, cmap=cmap, vmin=0.0,
+                         vmax=max(1.0, float(weights.max())), digits=3, label="weight", light_above=0.6)
 
 
 def shares_bar(shares, labels, title="Shares of one unit of attention", ax=None, highlight=None):
@@ -77,21 +84,9 @@ def vectors_2d(points, labels, moved=None, title="Token vectors", ax=None):
 def score_heatmap(scores, queries, keys=None, title="Scores", ax=None, annotate=True):
     """Raw scores of any sign on a colour scale centred at 0; rows read, columns are read."""
     scores = np.asarray(scores, dtype=float)
-    keys = queries if keys is None else keys
-    ax = _axis(ax)
     span = max(float(np.abs(scores).max()), 1e-12)
-    image = ax.imshow(scores, cmap="RdBu_r", vmin=-span, vmax=span)
-    ax.set_xticks(range(len(keys)), keys)
-    ax.set_yticks(range(len(queries)), queries)
-    ax.set_xlabel("token being read (key)")
-    ax.set_ylabel("token reading (query)")
-    ax.set_title(title)
-    if annotate:
-        for (i, j), s in np.ndenumerate(scores):
-            ax.text(j, i, f"{s:.2f}", ha="center", va="center",
-                    color="white" if abs(s) > 0.6 * span else "black", fontsize=9)
-    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="score")
-    return ax
+    return _token_matrix(scores, queries, keys, title, ax, annotate, cmap="RdBu_r", vmin=-span,
+                         vmax=span, digits=2, label="score", light_above=0.6 * span)
 
 
 def mask_heatmap(mask, queries, keys=None, title="Who may read whom", ax=None):
