@@ -4,9 +4,13 @@ Builds a synthetic class (default 40 learners x every lesson that has a solution
 correct (the solution), buggy (the solution with one of tests/catalogue/<lessonNN>.py's WRONG
 answers put in its solution cell), blank (the release) and broken (invalid JSON). Then, in one run:
 
-1. stock: `nbgrader autograde <lesson>` (the CLI, one command per lesson over all learners);
-2. ours: `python -m attention_grading.grade --no-feedback --no-report` (N workers);
-3. the floor: start a kernel and execute the same notebook with nbclient, for a sample of
+1. stock: `nbgrader autograde <lesson>` (the CLI, one command per lesson over all learners, one
+   notebook at a time), with each kernel started cold as nbgrader does
+   (`--GuardedExecute.fork_kernels=False`; the course's preprocessors otherwise, so that the
+   scores can be compared);
+2. ours: `python -m attention_grading.grade --no-feedback --no-report` (N workers, kernels
+   forked from a warm parent: attention_grading.forked_kernels);
+3. the floor: start a kernel cold and execute the same notebook with nbclient, for a sample of
    each kind per lesson, weighted by how many of each kind the class has.
 
 It checks both graders give the same score to every check of every gradable submission and
@@ -157,16 +161,19 @@ def main(argv=None):
             if done.returncode:
                 sys.exit(done.stderr[-3000:])
 
+    from tqdm import tqdm
+
     start = time.perf_counter()
-    for lesson in lessons:
-        nbgrader(stock, "autograde", lesson)        # exits 1 because of the broken notebooks
+    for lesson in tqdm(lessons, desc="stock autograde", unit="lesson"):
+        # exits 1 because of the broken notebooks
+        nbgrader(stock, "autograde", lesson, "--GuardedExecute.fork_kernels=False")
     stock_seconds = time.perf_counter() - start
     print(f"stock nbgrader autograde (sequential): {stock_seconds:8.1f} s  {n / stock_seconds:.3f} nb/s")
 
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "attention_grading.grade", "--root", str(ours),
                            "--workers", str(args.workers), "--no-feedback", "--no-report", "--force"],
-                          cwd=ours, env=env_for(ours), capture_output=True, text=True)
+                          cwd=ours, env=env_for(ours), stdout=subprocess.PIPE, text=True)  # its progress bar shows
     ours_seconds = time.perf_counter() - start
     print(f"attention_grading.grade ({args.workers} workers):  {ours_seconds:8.1f} s  {n / ours_seconds:.3f} nb/s")
 

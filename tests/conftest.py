@@ -56,3 +56,43 @@ def nbgrader(root, *args, check=True, timeout=900):
 @pytest.fixture(scope="session")
 def lessons():
     return lesson_ids()
+
+
+# ---------------------------------------------------------------- background runs (tests/background.py)
+
+BACKGROUND_FIXTURES = ("validation", "graded")
+
+
+def lessons_using(session, fixture):
+    """The lessons of the selected tests that use ``fixture``."""
+    return sorted({item.callspec.params["lesson"] for item in session.items
+                   if fixture in getattr(item, "fixturenames", ())
+                   and "lesson" in getattr(getattr(item, "callspec", None), "params", {})})
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    """Tests that read a background run go last: the run gets the whole session to finish."""
+    late = [item for item in items if set(BACKGROUND_FIXTURES) & set(getattr(item, "fixturenames", ()))]
+    if late:
+        moved = {id(item) for item in late}
+        items[:] = [item for item in items if id(item) not in moved] + late
+
+
+def pytest_collection_finish(session):
+    if session.config.option.collectonly:
+        return
+    import background
+    import lesson_grading
+
+    for fixture, function in (("validation", lesson_grading.validate_all),
+                              ("graded", lesson_grading.grade_all)):
+        selected = lessons_using(session, fixture)
+        if selected:
+            background.start(fixture, function, selected)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import background
+
+    background.cleanup()

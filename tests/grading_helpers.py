@@ -67,9 +67,9 @@ def env_for(root, **extra):
     return env
 
 
-def run_grade(root, *args, **env):
+def run_grade(root, *args, timeout=600, **env):
     return subprocess.run([sys.executable, "-m", "attention_grading.grade", "--root", str(root), *args],
-                          cwd=root, env=env_for(root, **env), capture_output=True, text=True, timeout=600)
+                          cwd=root, env=env_for(root, **env), capture_output=True, text=True, timeout=timeout)
 
 
 def run_stock(root, lesson=LESSON, **env):

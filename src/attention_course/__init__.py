@@ -10,3 +10,14 @@ Nothing here knows the answers to the exercises: the reference implementation
 and the hidden tests stay with the instructor.
 """
 __version__ = "0.1.0"
+
+
+def autograding():
+    """True while nbgrader autogrades the notebook (it sets ``NBGRADER_EXECUTION=autograde``).
+
+    A few long demonstrations do less work then: only the grader reads their output, and every
+    submission of a class runs them.
+    """
+    import os
+
+    return os.environ.get("NBGRADER_EXECUTION") == "autograde"

@@ -5,9 +5,10 @@ Every source replaces the solution cell of that function (it must start with the
 A WRONG entry is a mistake learners really make and must lose points on that function's
 tests only; a CORRECT entry is written differently from the reference and must get full marks.
 
-Each entry is a whole notebook through real nbgrader, so ``make test`` grades the first
-``LIMITS`` entries of each function (always including a correct answer that warns or writes
-to stderr); ``CATALOGUE=full make test`` grades every entry.
+``make test`` grades every entry through real nbgrader (tests/test_lessons.py packs each wrong
+answer with correct answers of the lesson's other functions, so one notebook checks several
+entries). ``CATALOGUE=sample`` grades only the first ``LIMITS`` entries of each function (always
+including a correct answer that warns or writes to stderr): quicker while writing a lesson.
 """
 import importlib
 import os
@@ -26,10 +27,10 @@ def load(lesson_id):
 
 
 def entries(lesson_id, kind):
-    """``{function: {name: source}}`` of one kind, trimmed to ``LIMITS`` unless CATALOGUE=full."""
+    """``{function: {name: source}}`` of one kind: all of it, or ``LIMITS`` with CATALOGUE=sample."""
     module = load(lesson_id)
     table = getattr(module, kind, {}) if module else {}
-    if os.environ.get("CATALOGUE") == "full":
+    if os.environ.get("CATALOGUE", "full") != "sample":
         return table
     trimmed = {}
     for function, variants in table.items():
@@ -46,3 +47,40 @@ def size(lesson_id, kind):
     """How many entries of one kind the catalogue holds, trimmed or not."""
     module = load(lesson_id)
     return sum(len(v) for v in (getattr(module, kind, {}) if module else {}).values())
+
+
+def packed(lesson_id, functions):
+    """The catalogue of a lesson as submissions, several entries to a notebook.
+
+    Each WRONG entry gets its own submission, and rides with the next unused CORRECT entry of
+    every other function (``functions``: the lesson's graded functions, in notebook order), so
+    it must lose points on its own exercise and keep full marks everywhere else. CORRECT
+    entries left over are packed one per function. Returns a list of dicts: ``id`` (a student
+    id), ``wrong`` (``(function, name)`` or None), ``correct`` ``{function: name}`` and
+    ``sources`` ``{function: source}``.
+    """
+    wrong = entries(lesson_id, "WRONG")
+    queues = {f: list(entries(lesson_id, "CORRECT").get(f, {}).items()) for f in functions}
+    unknown = (set(wrong) | set(entries(lesson_id, "CORRECT"))) - set(functions)
+    if unknown:
+        raise ValueError(f"catalogue of {lesson_id} names functions the lesson does not grade: {sorted(unknown)}")
+
+    def riders(exclude):
+        correct, sources = {}, {}
+        for function in functions:
+            if function != exclude and queues[function]:
+                name, source = queues[function].pop(0)
+                correct[function], sources[function] = name, source
+        return correct, sources
+
+    submissions = []
+    for function in functions:
+        for name, source in wrong.get(function, {}).items():
+            correct, sources = riders(function)
+            submissions.append({"id": f"wrong--{function}--{name}", "wrong": (function, name),
+                                "correct": correct, "sources": {function: source, **sources}})
+    while any(queues.values()):
+        correct, sources = riders(None)
+        submissions.append({"id": f"correct--{len(submissions):03d}", "wrong": None,
+                            "correct": correct, "sources": sources})
+    return submissions

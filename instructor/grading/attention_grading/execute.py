@@ -25,8 +25,9 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Integer, default
+from traitlets import Bool, Integer, default
 
+from .forked_kernels import ForkingKernelManager
 from .guard import cell_hash
 from .paths import REFERENCE_DIR
 
@@ -172,13 +173,24 @@ class GuardedExecute(Execute):
     max_restarts = Integer(12, help="Fresh kernels per notebook after crashes or hangs.").tag(config=True)
 
     timeout_after_hang = Integer(5, help="Seconds for ungraded cells once a cell has timed out.").tag(config=True)
+    fork_kernels = Bool(True, help="Fork kernels from a warm parent (forked_kernels) instead of "
+                        "starting each one cold.").tag(config=True)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.fork_kernels:
+            self.kernel_manager_class = ForkingKernelManager
 
     def _get_timeout(self, cell):
-        # Once the submission has hung, ungraded cells that call the same code would each wait
-        # the full timeout; graded cells keep theirs.
-        if getattr(self, "_hung_once", False) and cell is not None and \
-                not cell.metadata.get("nbgrader", {}).get("grade"):
-            return self.timeout_after_hang
+        # Once the submission has hung, ungraded cells (and the tests of a function that was
+        # running when it hung) get a short timeout: they would otherwise each wait the full one,
+        # spinning a core. Other graded cells keep theirs.
+        if getattr(self, "_hung_once", False) and cell is not None:
+            meta = cell.metadata.get("nbgrader", {})
+            suspect = meta.get("grade") and any(re.search(rf"\b{name}\b", cell.source)
+                                                 for name in self._crashing)
+            if not meta.get("grade") or suspect:
+                return max(self.timeout_after_hang, 1)
         return super()._get_timeout(cell)
 
     @default("extra_arguments")

@@ -460,11 +460,11 @@ class Pool:
             self._pool.shutdown(wait=True)
 
 
-def _progress(total, desc):
+def _progress(total, desc, show=True):
     from tqdm import tqdm
 
     return tqdm(total=total, desc=desc, unit="nb", dynamic_ncols=True, file=sys.stderr,
-                disable=total == 0, smoothing=0.1)
+                disable=total == 0 or not show, smoothing=0.1)
 
 
 def collect_scores(gb, lessons, students):
@@ -544,8 +544,11 @@ def format_table(rows, lessons):
 
 
 def grade(root=None, lessons=None, students=None, workers=None, force=False, db_url=None,
-          feedback=True, report=True, log=print):
-    """Grade everything; returns a summary dict (see ``main`` for the exit status)."""
+          feedback=True, report=True, log=print, progress=True):
+    """Grade everything; returns a summary dict (see ``main`` for the exit status).
+
+    ``progress``: show tqdm bars on stderr (off for callers that run it in the background).
+    """
     from nbgrader.api import Gradebook
 
     from .paths import COURSE_ROOT
@@ -599,7 +602,7 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
                 for i, u in enumerate(todo)]
         log(f"grading {len(todo)} submission(s) of {len(lessons)} lesson(s) with {workers} worker(s)")
         graded = []
-        with Gradebook(db_url, course_id) as gb, _progress(len(jobs), "autograde") as bar:
+        with Gradebook(db_url, course_id) as gb, _progress(len(jobs), "autograde", progress) as bar:
             for job, result in pool.run(autograde_unit, jobs, bar):
                 key = (job[2], job[1])
                 timings.append(result.get("seconds", 0.0))
@@ -623,7 +626,7 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
             want = [u for u in units if (u.student, u.lesson) not in failed
                     and ((u.student, u.lesson) in graded or force or feedback_stale(root, u))]
             fjobs = [(str(root), u.lesson, u.student, db_url) for u in want]
-            with _progress(len(fjobs), "feedback") as bar:
+            with _progress(len(fjobs), "feedback", progress) as bar:
                 for job, result in pool.run(feedback_unit, fjobs, bar):
                     if not result.get("ok"):
                         feedback_failures.append((job[2], job[1], result.get("message", "")))

@@ -79,25 +79,38 @@ def _private_reference():
     return module
 
 
+def _namespaces(fn):
+    """The global namespaces the learner's code behind ``fn`` reads: its own, or, for a grader's
+    wrapper around learner functions (``learner_functions``), theirs."""
+    spaces = []
+    for function in getattr(fn, "learner_functions", None) or (fn,):
+        namespace = getattr(function, "__globals__", None)
+        if isinstance(namespace, dict) and all(namespace is not s for s in spaces):
+            spaces.append(namespace)
+    return spaces
+
+
 @contextlib.contextmanager
 def substituted(fn, names):
-    """Point ``names`` in ``fn``'s namespace at correct implementations for the duration."""
-    namespace = getattr(fn, "__globals__", None)
-    if namespace is None or not names:
+    """Point ``names`` in the learner's namespace at correct implementations for the duration."""
+    spaces = _namespaces(fn) if names else []
+    if not spaces:
         yield
         return
     trusted = _private_reference()
     missing = object()
-    saved = {n: namespace.get(n, missing) for n in names}
+    saved = [{n: namespace.get(n, missing) for n in names} for namespace in spaces]
     try:
-        namespace.update({n: getattr(trusted, n) for n in names})
+        for namespace in spaces:
+            namespace.update({n: getattr(trusted, n) for n in names})
         yield
     finally:
-        for n, value in saved.items():
-            if value is missing:
-                namespace.pop(n, None)
-            else:
-                namespace[n] = value
+        for namespace, before in zip(spaces, saved):
+            for n, value in before.items():
+                if value is missing:
+                    namespace.pop(n, None)
+                else:
+                    namespace[n] = value
 
 
 def check(name, fn):
@@ -107,7 +120,7 @@ def check(name, fn):
         raise HiddenTestFailure(f"{name} should be a function, but it is a {type(fn).__name__}.")
     with substituted(fn, spec.substitutes):
         results, after = run_cases(fn, spec)
-    measurements = call_quietly(spec.measure, fn) if spec.measure else {}
+        measurements = call_quietly(spec.measure, fn) if spec.measure else {}
     verdict = ask_judge({"name": name, "results": results, "after": after,
                          "measurements": measurements})
     if not verdict["passed"]:

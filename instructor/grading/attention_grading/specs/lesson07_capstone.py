@@ -144,6 +144,7 @@ def flat_backward(model_backward):
             raise TypeError(f"the loss should be a number, not a {type(loss).__name__}") from None
         return (loss, *(grads[k] for k in PARAM_NAMES))
 
+    model_backward_flat.learner_functions = (model_backward,)   # for Spec.substitutes
     return model_backward_flat
 
 
@@ -235,6 +236,7 @@ BACKWARD_SPEC = Spec(
     compare=_compare_backward,
     measure=_own_gradient_check,
     judge_measurements=_judge_own_gradient_check,
+    substitutes=("model_forward",),   # a backward pass may reuse the forward pass
     bugs=(
         Bug("the gradient of the logits is not divided by the number of graded positions "
             "(the gradient of a sum, not of the mean)", _backward_bug("sum_not_mean")),
@@ -313,6 +315,7 @@ def retrain(model_backward, adam_step):
                           batch_size=OUTCOME_BATCH, seed=seed)
         return tuple(params[k] for k in PARAM_NAMES)
 
+    trained_model.learner_functions = (model_backward, adam_step)   # for Spec.substitutes
     return trained_model
 
 
@@ -360,4 +363,5 @@ register(Spec(
     cases=outcome_cases,
     outputs=PARAM_NAMES,
     compare=_judge_outcome,
+    substitutes=("model_forward",),
 ))

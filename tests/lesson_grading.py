@@ -1,0 +1,141 @@
+"""The two expensive runs behind tests/test_lessons.py: ``nbgrader validate`` on every lesson,
+and autograding every lesson's catalogue and hostile cases. Each takes a scratch folder and
+returns plain data, so that tests/background.py can start it as soon as the tests are collected.
+"""
+import hashlib
+import json
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+
+import catalogue
+import hostile
+from conftest import ROOT, copy_course, nbgrader
+from grading_helpers import run_grade
+from notebook_tools import solved, with_answer
+
+
+def release_path(lesson, root=ROOT):
+    return Path(root) / "notebooks" / lesson / f"{lesson}.ipynb"
+
+
+def solution_path(lesson, root=ROOT):
+    return Path(root) / "solutions" / lesson / f"{lesson}.ipynb"
+
+
+# ---------------------------------------------------------------- nbgrader validate
+
+def _validate_report(output):
+    """Split nbgrader validate's output into {notebook file name: text}."""
+    parts = re.split(r"\[ValidateApp \| INFO\] Validating '([^']+)'", output)
+    return {Path(parts[i]).name: parts[i + 1] for i in range(1, len(parts), 2)}
+
+
+def validate_all(folder, lessons):
+    """(reports of ``validate`` on the sources, reports of ``validate --invert`` on the release)."""
+    root = copy_course(Path(folder) / "course", lessons=lessons)
+    sources = [str(root / "source" / l / f"{l}.ipynb") for l in lessons]
+    releases = [str(release_path(l, root)) for l in lessons]
+    with ThreadPoolExecutor(2) as pool:
+        plain = pool.submit(nbgrader, root, "validate", *sources, check=False)
+        inverted = pool.submit(nbgrader, root, "validate", "--invert", *releases, check=False)
+        plain, inverted = plain.result(), inverted.result()
+    return _validate_report(plain.stdout), _validate_report(inverted.stdout)
+
+
+# ---------------------------------------------------------------- autograding
+
+def tree_digest(folder):
+    digest = hashlib.sha256()
+    for path in sorted(Path(folder).rglob("*")):
+        digest.update(str(path.relative_to(folder)).encode())
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def submissions(lesson):
+    """({student id: notebook}, {student id: catalogue manifest}): the solution, the release,
+    every catalogue entry (packed, see ``catalogue.packed``) and every hostile case."""
+    answer = solved(release_path(lesson), solution_path(lesson))
+    students = {"solution": answer, "untouched": nbformat.read(release_path(lesson), as_version=4)}
+    manifest = {}
+    for entry in catalogue.packed(lesson, hostile.graded_functions(answer)):
+        nb = answer
+        for function, source in entry["sources"].items():
+            nb = with_answer(nb, function, source)
+        students[entry["id"]] = nb
+        manifest[entry["id"]] = entry
+    target = hostile.graded_functions(answer)[0]
+    for case, build in hostile.CORE_CASES.items():
+        students[f"hostile--{target}--{case}"] = build(answer, target)
+    return students, manifest
+
+
+def _write_submissions(root, lesson):
+    students, manifest = submissions(lesson)
+    for student, nb in students.items():
+        folder = root / "submitted" / student / lesson
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{lesson}.ipynb")
+    return students, manifest
+
+
+def _results(root, lesson, students, manifest, log):
+    from nbgrader.api import Gradebook
+
+    scores = {}
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "attention") as gb:
+        for student in students:
+            notebook = gb.find_submission_notebook(lesson, lesson, student)
+            scores[student] = {g.name: (g.score, g.max_score) for g in notebook.grades
+                               if not g.needs_manual_grade}
+    autograded = {p.parts[-3]: nbformat.read(p, as_version=4)
+                  for p in (root / "autograded").glob(f"*/{lesson}/{lesson}.ipynb")}
+    notes = {p.parts[-3]: json.loads(p.read_text())
+             for p in (root / "autograded").glob(f"*/{lesson}/grading-notes.json")}
+    feedback = {p.parts[-3]: p.read_text() for p in (root / "feedback").glob(f"*/{lesson}/*.html")}
+    return {"scores": scores, "autograded": autograded, "log": log, "notes": notes,
+            "feedback": feedback, "root": root, "manifest": manifest}
+
+
+def grade_all(folder, lessons):
+    """{lesson: results}: every lesson's catalogue and hostile cases, autograded.
+
+    All the submissions go in one course and through ``make grade`` (``attention_grading.grade``:
+    stock nbgrader ``Autograde`` per submission, four workers), so the cores stay busy to the end
+    instead of waiting on the longest lesson. It runs as a process of its own, so nothing the
+    tests do meanwhile (warning filters, environment) reaches it.
+    """
+    root = copy_course(Path(folder) / "course", lessons=lessons)
+    with open(root / "nbgrader_config.py", "a") as config:
+        # 10 s a cell (30 s in the course's config): every solution cell takes well under that
+        # here, and the infinite-loop submissions wait less.
+        config.write("\nc.Execute.timeout = 10\n")
+    for lesson in lessons:
+        nbgrader(root, "generate_assignment", lesson, "--force")
+    written = {lesson: _write_submissions(root, lesson) for lesson in lessons}
+    before = tree_digest(root / "submitted")
+    lesson_args = [arg for lesson in lessons for arg in ("--lesson", lesson)]
+    graded = run_grade(root, *lesson_args, "--workers", "4", "--force", "--no-feedback", "--no-report",
+                       timeout=1800)
+    if graded.returncode != 0:
+        raise RuntimeError(f"make grade could not grade everything:\n{graded.stdout[-6000:]}\n{graded.stderr[-3000:]}")
+    # Feedback for a correct, a wrong and a hostile submission of each lesson (not one that names
+    # our files in its own code: feedback shows learners their own code).
+    readers = {"solution"}
+    for students, _ in written.values():
+        readers.add(next(s for s in students if s.startswith("wrong--")))
+        readers.add(next(s for s in students if s.endswith("--patched_helpers")))
+    reader_args = [arg for student in sorted(readers) for arg in ("--student", student)]
+    feedback = run_grade(root, *lesson_args, *reader_args, "--workers", "4", "--no-report", timeout=600)
+    if feedback.returncode != 0:
+        raise RuntimeError(f"feedback failed:\n{feedback.stdout[-6000:]}\n{feedback.stderr[-3000:]}")
+    unchanged = before == tree_digest(root / "submitted")
+    results = {}
+    for lesson, (students, manifest) in written.items():
+        results[lesson] = _results(root, lesson, students, manifest, graded.stdout)
+        results[lesson]["submitted_unchanged"] = unchanged
+    return results

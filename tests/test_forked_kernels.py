@@ -1,0 +1,206 @@
+"""Kernels forked from the warm zygote behave like kernels started cold (attention_grading.forked_kernels).
+
+Real ipykernel processes through jupyter_client: where they run, what they inherit, how they die,
+how they are interrupted, and that a lesson executes to the same outputs either way.
+"""
+import asyncio
+import os
+import re
+import signal
+import time
+
+import nbformat
+import pytest
+from jupyter_client.manager import AsyncKernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
+
+from attention_grading import forked_kernels
+from attention_grading.forked_kernels import ForkedProcess, ForkingKernelManager
+from conftest import ROOT
+
+
+async def _started(cls, cwd, env=None):
+    km = cls(kernel_name="python3")
+    await km.start_kernel(cwd=str(cwd), env=dict(os.environ) if env is None else env)
+    kc = km.client()
+    kc.start_channels()
+    await kc.wait_for_ready(timeout=60)
+    return km, kc
+
+
+async def _run(kc, code, timeout=30):
+    """(stdout text, error name or None) of ``code``."""
+    msg_id = kc.execute(code)
+    out, error = [], None
+    while True:
+        msg = await kc.get_iopub_msg(timeout=timeout)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "stream" and content["name"] == "stdout":
+            out.append(content["text"])
+        elif kind == "error":
+            error = content["ename"]
+        elif kind == "status" and content["execution_state"] == "idle":
+            return "".join(out), error
+
+
+async def _stop(km, kc):
+    kc.stop_channels()
+    await km.shutdown_kernel(now=True)
+
+
+def test_forked_kernel_runs_where_and_as_asked(tmp_path):
+    """cwd, environment, own session, not our child, fresh numpy seed, no grader module preloaded."""
+    async def main():
+        env = {**os.environ, "ATTENTION_TEST_MARK": "forked"}
+        probe = ("import os, sys, numpy as np; print(os.getcwd()); print(os.environ.get('ATTENTION_TEST_MARK')); "
+                 "print(os.getsid(0) == os.getpid()); print(np.random.random()); "
+                 "print(sorted(m for m in sys.modules if m.startswith(('attention_grading', 'attention_reference'))))")
+        outputs, pids = [], []
+        for _ in range(2):
+            km, kc = await _started(ForkingKernelManager, tmp_path, env)
+            assert isinstance(km.provisioner.process, ForkedProcess), "the kernel was not forked"
+            pids.append(km.provisioner.process.pid)
+            outputs.append((await _run(kc, probe))[0].splitlines())
+            await _stop(km, kc)
+        return outputs, pids
+
+    outputs, pids = asyncio.run(main())
+    for lines in outputs:
+        assert lines[0] == str(tmp_path)
+        assert lines[1] == "forked"
+        assert lines[2] == "True", "the kernel does not lead its own session (interrupts would miss it)"
+        assert lines[4] == "[]", f"the zygote leaked grader modules into the kernel: {lines[4]}"
+    assert outputs[0][3] != outputs[1][3], "two forked kernels share numpy's global random state"
+    for pid in pids:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # a child of the zygote, not of the grader
+
+
+def test_dead_forked_kernel_is_noticed_and_restart_forks_again(tmp_path):
+    """os._exit in the kernel: jupyter_client sees it dead at once; a restart gives a working kernel."""
+    async def main():
+        km, kc = await _started(ForkingKernelManager, tmp_path)
+        kc.execute("import os; os._exit(3)")
+        for _ in range(100):
+            if not await km.is_alive():
+                break
+            await asyncio.sleep(0.05)
+        dead = not await km.is_alive()
+        await km.restart_kernel(now=True)
+        kc.stop_channels()
+        kc = km.client()
+        kc.start_channels()
+        await kc.wait_for_ready(timeout=60)
+        out, _ = await _run(kc, "print(6 * 7)")
+        forked = isinstance(km.provisioner.process, ForkedProcess)
+        await _stop(km, kc)
+        return dead, out, forked
+
+    dead, out, forked = asyncio.run(main())
+    assert dead, "the kernel's death was not noticed within 5 s"
+    assert out.strip() == "42" and forked
+
+
+def test_forked_kernel_is_interrupted_and_killed_as_a_group(tmp_path):
+    """An interrupt stops a running cell; shutdown leaves no process behind."""
+    async def main():
+        km, kc = await _started(ForkingKernelManager, tmp_path)
+        msg_id = kc.execute("import time; time.sleep(60)")
+        await asyncio.sleep(0.5)
+        started = time.monotonic()
+        await km.interrupt_kernel()
+        reply = await kc.get_shell_msg(timeout=10)
+        assert reply["parent_header"]["msg_id"] == msg_id
+        waited = time.monotonic() - started
+        pid = km.provisioner.process.pid
+        await _stop(km, kc)
+        return reply["content"], waited, pid
+
+    content, waited, pid = asyncio.run(main())
+    assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt"
+    assert waited < 5
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_other_kernel_commands_start_cold():
+    """Only `python -m ipykernel_launcher` is forked; anything else falls back to a cold start."""
+    assert forked_kernels.zygote_for(["/bin/sh", "-c", "true"], dict(os.environ)) is None
+
+
+def test_orphaned_forked_kernels_exit_with_their_zygote(tmp_path):
+    """If the zygote goes away, its kernels notice their parent is gone and exit."""
+    async def main():
+        km, kc = await _started(ForkingKernelManager, tmp_path)
+        pid = km.provisioner.process.pid
+        for z in list(forked_kernels._zygotes.values()):
+            z.process.send_signal(signal.SIGKILL)
+        process = km.provisioner.process
+        for _ in range(100):
+            if process.poll() is not None:
+                break
+            await asyncio.sleep(0.1)
+        gone = process.poll() is not None
+        kc.stop_channels()
+        if not gone:
+            os.kill(pid, signal.SIGKILL)
+        await km.shutdown_kernel(now=True)
+        forked_kernels.close_all()
+        return gone
+
+    gone = asyncio.run(main())
+    assert gone, "a kernel outlived its zygote by 10 s"
+
+
+TIMING = re.compile(r"\d+(\.\d+)?\s?(ms|s)\b")
+
+
+def _outputs(nb):
+    """What each cell printed or showed: streams joined (their chunking depends on timing),
+    timings masked, pictures reduced to their kind."""
+    seen = []
+    for index, cell in enumerate(nb.cells):
+        streams = {}
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                streams[out["name"]] = streams.get(out["name"], "") + TIMING.sub("<time>", out["text"])
+            elif out.get("output_type") in ("execute_result", "display_data"):
+                data = out.get("data", {})
+                seen.append((index, "data", sorted(data), "" if "image/png" in data else data.get("text/plain", "")))
+            elif out.get("output_type") == "error":
+                seen.append((index, "error", out["ename"]))
+        seen += [(index, "stream", name, text) for name, text in sorted(streams.items())]
+    return seen
+
+
+@pytest.mark.parametrize("lesson", ["01_context_vectors", "04_causal_masking"])
+def test_a_lesson_runs_to_the_same_outputs_forked_or_cold(lesson, monkeypatch):
+    """The solved lesson, executed by nbclient in a cold and in a forked kernel: same outputs, pictures included."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT / "instructor" / "grading"),
+                                                      os.environ.get("PYTHONPATH", "")]))
+    path = ROOT / "solutions" / lesson / f"{lesson}.ipynb"
+    runs = {}
+    for cls in (AsyncKernelManager, ForkingKernelManager):
+        nb = nbformat.read(path, as_version=4)
+        NotebookClient(nb, timeout=60, kernel_name="python3", kernel_manager_class=cls,
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        runs[cls.__name__] = _outputs(nb)
+    cold, forked = runs["AsyncKernelManager"], runs["ForkingKernelManager"]
+    assert any("image/png" in str(o) for o in cold), "the lesson drew no picture"
+    assert [o for o in cold if o[1] == "error"] == []
+    differing = [(a, b) for a, b in zip(cold, forked) if a != b]
+    assert len(cold) == len(forked) and not differing, differing[:3]
+
+
+def test_a_crashing_cell_raises_dead_kernel_in_nbclient(tmp_path):
+    """nbclient running a forked kernel sees a segfault as a dead kernel, as with a cold one."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import ctypes; ctypes.string_at(0)")])
+    client = NotebookClient(nb, timeout=30, kernel_name="python3", kernel_manager_class=ForkingKernelManager,
+                            resources={"metadata": {"path": str(tmp_path)}})
+    started = time.monotonic()
+    with pytest.raises(DeadKernelError):
+        client.execute()
+    assert time.monotonic() - started < 20
