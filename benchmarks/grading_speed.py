@@ -10,8 +10,9 @@ answers put in its solution cell), blank (the release) and broken (invalid JSON)
    scores can be compared);
 2. ours: `python -m attention_grading.grade --no-feedback --no-report` (N workers, kernels
    forked from a warm parent: attention_grading.forked_kernels);
-3. the floor: start a kernel cold and execute the same notebook with nbclient, for a sample of
-   each kind per lesson, weighted by how many of each kind the class has.
+3. the floor: start a kernel cold and execute the same notebook with nbclient (with
+   NBGRADER_EXECUTION=autograde, as under nbgrader), for a sample of each kind per lesson,
+   weighted by how many of each kind the class has.
 
 It checks both graders give the same score to every check of every gradable submission and
 prints the throughput ratio and the per-notebook cost against the floor. Not a timed test.
@@ -117,6 +118,7 @@ def floor(root, lessons, kinds):
     from nbclient import NotebookClient
 
     os.environ["PYTHONPATH"] = str(root / "instructor" / "grading")
+    os.environ["NBGRADER_EXECUTION"] = "autograde"   # the same (shorter) demonstrations as graders run
     weights = Counter(k for k in kinds.values() if k != "broken")
     total, count = 0.0, 0
     for lesson in lessons:

@@ -172,7 +172,8 @@ class GuardedExecute(Execute):
     max_outputs = Integer(50, help="Outputs kept per cell.").tag(config=True)
     max_restarts = Integer(12, help="Fresh kernels per notebook after crashes or hangs.").tag(config=True)
 
-    timeout_after_hang = Integer(5, help="Seconds for ungraded cells once a cell has timed out.").tag(config=True)
+    timeout_after_hang = Integer(5, help="Seconds for ungraded cells, and for the tests of a function that "
+                                 "was running when a cell timed out, once a cell has timed out.").tag(config=True)
     fork_kernels = Bool(True, help="Fork kernels from a warm parent (forked_kernels) instead of "
                         "starting each one cold.").tag(config=True)
 
