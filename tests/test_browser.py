@@ -425,6 +425,31 @@ def _ran_cleanly(tab, course, rel, seconds):
         assert f"{name}: hidden tests passed" in outputs, f"{rel}: no 'hidden tests passed' for {name}"
 
 
+def _run_solution(tab, course, lesson):
+    """Open the solved lesson in JupyterLab, Run All Cells, check it ran cleanly; its path."""
+    rel = _require(course, "solutions", lesson)
+    tab.open_lab(rel)
+    tab.notebook().locator(".jp-Cell").first.wait_for()
+    tab.wait_for_kernel(rel)
+    tab.shot("opened")
+    seconds = tab.run_all()
+    tab.shot("ran")
+    _ran_cleanly(tab, course, rel, seconds)
+    return rel
+
+
+def _explorer(tab, text_selector, plot_selector):
+    """The rendered widget's text line, scrolled into view with its plot drawn (screenshot taken)."""
+    page = tab.page
+    line = page.locator(text_selector)
+    assert line.count() == 1, f"the explorer widget did not render (no {text_selector})"
+    tab.scroll_to(line)
+    page.locator(plot_selector).first.wait_for()
+    tab.scroll_top(tab.notebook().locator(".jp-CodeCell", has=page.locator(text_selector)))
+    tab.shot("explorer-initial")
+    return line
+
+
 # ---------------------------------------------------------------------------------------------
 # Lesson 01: the learner's release and the solution
 # ---------------------------------------------------------------------------------------------
@@ -488,14 +513,7 @@ def test_learner_opens_lesson_01_release(tab, course):
 
 def test_lesson_01_solution_runs_clean(tab, course):
     """The solved lesson 01: Run All Cells; no error output, hidden tests pass, plots and seed 001's numbers shown."""
-    rel = _require(course, "solutions", "01_context_vectors")
-    tab.open_lab(rel)
-    tab.notebook().locator(".jp-Cell").first.wait_for()
-    tab.wait_for_kernel(rel)
-    tab.shot("opened")
-    seconds = tab.run_all()
-    tab.shot("ran")
-    _ran_cleanly(tab, course, rel, seconds)
+    rel = _run_solution(tab, course, "01_context_vectors")
 
     notebook = tab.notebook()
     plots = sum("plt.show()" in "".join(c["source"]) for c in _code_cells(course / rel))
@@ -564,22 +582,10 @@ def _img_src(tab, selector):
 
 def test_lesson_02_explorer_responds(tab, course):
     """The "it" explorer of lesson 02: sliders, query dropdown and causal mask redraw weights and plot."""
-    rel = _require(course, "solutions", "02_queries_keys_values")
+    _run_solution(tab, course, "02_queries_keys_values")
     page = tab.page
-    tab.open_lab(rel)
-    tab.notebook().locator(".jp-Cell").first.wait_for()
-    tab.wait_for_kernel(rel)
-    seconds = tab.run_all()
-    _ran_cleanly(tab, course, rel, seconds)
-
     LINE, IMG = ".it-explorer-weights", ".it-explorer-plot img"
-    line = page.locator(LINE)
-    assert line.count() == 1, "the it_explorer widget did not render (no .it-explorer-weights)"
-    tab.scroll_to(line)
-    page.locator(IMG).first.wait_for()
-    explorer = tab.notebook().locator(".jp-CodeCell", has=page.locator(LINE))
-    tab.scroll_top(explorer)
-    tab.shot("explorer-initial")
+    line = _explorer(tab, LINE, IMG)
     first = _parse_read(line.text_content())
     # As the widget starts: seed 004's sentence, "it" reads under the causal mask.
     expected = _check_read(first, (0.2, 0.3, 0.0), "it", True)
@@ -655,22 +661,10 @@ def test_lesson_03_explorer_responds(tab, course):
     """The saturation explorer of lesson 03: d_k and temperature sliders and √d_k checkbox redraw it."""
     from playwright.sync_api import expect
 
-    rel = _require(course, "solutions", "03_scaling")
+    _run_solution(tab, course, "03_scaling")
     page = tab.page
-    tab.open_lab(rel)
-    tab.notebook().locator(".jp-Cell").first.wait_for()
-    tab.wait_for_kernel(rel)
-    seconds = tab.run_all()
-    _ran_cleanly(tab, course, rel, seconds)
-
     LINE, IMG = ".saturation-explorer-numbers", ".saturation-explorer-plot img"
-    line = page.locator(LINE)
-    assert line.count() == 1, "the saturation_explorer widget did not render"
-    tab.scroll_to(line)
-    page.locator(IMG).first.wait_for()
-    explorer = tab.notebook().locator(".jp-CodeCell", has=page.locator(LINE))
-    tab.scroll_top(explorer)
-    tab.shot("explorer-initial")
+    line = _explorer(tab, LINE, IMG)
     _check_saturation(_parse_saturation(line.text_content()), 64, 1.0, True)
 
     def width_slider():
