@@ -24,15 +24,31 @@ def copy_course(dest):
     return conftest.copy_course(dest, lessons=[LESSON])
 
 
+# Kills the grading worker that runs its kernel: the nearest ancestor that is a fork of
+# multiprocessing's forkserver (the kernel's parent is the kernel zygote or the worker itself).
+KILLS_ITS_GRADER = '''import os, signal
+pid = os.getppid()
+while pid > 1:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        if b"forkserver" in f.read():
+            os.kill(pid, signal.SIGKILL)
+            break
+    with open(f"/proc/{pid}/stat") as f:
+        pid = int(f.read().rsplit(")", 1)[1].split()[1])
+'''
+
+
 def notebook(kind):
-    """Text of a lesson-01 notebook: 'correct' (solution), 'blank' (release) or 'buggy'."""
+    """Text of a lesson-01 notebook: 'correct' (solution), 'blank' (release), 'buggy', 'crash'
+    (the kernel exits) or 'kills_grader' (the kernel kills the grading process)."""
     if kind == "correct":
         return (REPO / "solutions" / LESSON / f"{LESSON}.ipynb").read_text()
     if kind == "blank":
         return (REPO / "notebooks" / LESSON / f"{LESSON}.ipynb").read_text()
     nb = json.loads(notebook("correct"))
-    target, source = (("contextualize", BUGGY_CONTEXTUALIZE) if kind == "buggy"
-                      else ("softmax", "import os\nos._exit(1)\n"))
+    target, source = {"buggy": ("contextualize", BUGGY_CONTEXTUALIZE),
+                      "crash": ("softmax", "import os\nos._exit(1)\n"),
+                      "kills_grader": ("softmax", KILLS_ITS_GRADER)}[kind]
     for cell in nb["cells"]:
         if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == target:
             cell["source"] = source
@@ -103,3 +119,16 @@ def lesson_points(root, lesson=LESSON):
     auto = sum(c["metadata"]["nbgrader"].get("points", 0) for c in cells if c["cell_type"] == "code")
     total = sum(c["metadata"]["nbgrader"].get("points", 0) for c in cells)
     return float(auto), float(total), len(cells)
+
+
+def flaky_job(marker_folder, name, behaviour):
+    """A job for ``attention_grading.grade.Pool``: 'ok', 'fails' (every time), 'fails_once'
+    (the first time only) or 'kills_worker' (its process dies)."""
+    marker = Path(marker_folder) / name
+    runs = int(marker.read_text()) + 1 if marker.exists() else 1
+    marker.write_text(str(runs))
+    if behaviour == "kills_worker":
+        os._exit(1)
+    if behaviour == "fails" or (behaviour == "fails_once" and runs == 1):
+        return {"ok": False, "message": f"{name} failed on run {runs}"}
+    return {"ok": True, "runs": runs}

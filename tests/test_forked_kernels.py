@@ -79,6 +79,42 @@ def test_forked_kernel_runs_where_and_as_asked(tmp_path):
             os.waitpid(pid, os.WNOHANG)  # a child of the zygote, not of the grader
 
 
+def test_a_kernel_whose_port_was_taken_starts_again_on_fresh_ports(tmp_path, monkeypatch):
+    """Another process takes a port between jupyter_client choosing it and the kernel binding it."""
+    import socket
+
+    from jupyter_client.provisioning.local_provisioner import LocalPortCache
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    cache = LocalPortCache.instance()
+    find = cache.find_available_port
+    handed_out = []
+
+    def one_taken_port(ip):  # the first kernel's first port is the one already in use
+        handed_out.append(port if not handed_out else find(ip))
+        return handed_out[-1]
+
+    monkeypatch.setattr(cache, "find_available_port", one_taken_port)
+
+    async def main():
+        km, kc = await _started(ForkingKernelManager, tmp_path)
+        try:
+            return km.shell_port, (await _run(kc, "print(6 * 7)"))[0]
+        finally:
+            await _stop(km, kc)
+
+    try:
+        shell_port, out = asyncio.run(main())
+    finally:
+        taken.close()
+    assert out.strip() == "42"
+    assert len(handed_out) == 10, "the kernel was not started again on a second set of five ports"
+    assert shell_port != port and shell_port in handed_out[5:]
+
+
 def test_dead_forked_kernel_is_noticed_and_restart_forks_again(tmp_path):
     """os._exit in the kernel: jupyter_client sees it dead at once; a restart gives a working kernel."""
     async def main():

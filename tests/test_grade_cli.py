@@ -4,6 +4,7 @@ import csv
 import pytest
 
 import leaks
+import lesson_grading
 
 from grading_helpers import (LESSON, copy_course, grade_table, lesson_points, notebook,
                              run_grade, run_stock, submit, tree_hash)
@@ -13,13 +14,15 @@ pytestmark = pytest.mark.nbgrader
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """A class with good, blank, buggy, crashing and broken submissions, graded with 2 workers."""
+    """A class with good, blank, buggy, crashing, grader-killing and broken submissions, graded
+    with 2 workers."""
     root = copy_course(tmp_path_factory.mktemp("course"))
     submit(root, "alice", notebook("correct"))
     (root / "submitted" / "alice" / LESSON / "notes.txt").write_text("my notes")
     submit(root, "bob", notebook("blank"))
     submit(root, "carol", notebook("buggy"))
     submit(root, "gina", notebook("crash"))
+    submit(root, "hank", notebook("kills_grader"))
     submit(root, "dave", '{"cells": [ {"cell_type": ')          # invalid JSON
     submit(root, "erin", "")                                     # empty file
     submit(root, "frank", notebook("correct"), name="my_lesson.ipynb")
@@ -52,7 +55,7 @@ def test_bad_input_is_named_and_everyone_else_is_graded(graded):
 def test_scores_csv_table_and_feedback(graded):
     root, done, _ = graded
     table = rows(root)
-    assert set(table) == {(s, LESSON) for s in ("alice", "bob", "carol", "dave", "erin", "frank", "gina")}
+    assert set(table) == {(s, LESSON) for s in ("alice", "bob", "carol", "dave", "erin", "frank", "gina", "hank")}
     alice, bob, carol = (float(table[s, LESSON]["score"]) for s in ("alice", "bob", "carol"))
     auto, total, _ = lesson_points(root)
     top = float(table["alice", LESSON]["max_score"])
@@ -92,6 +95,22 @@ def test_a_crashing_submission_fails_alone(graded):
     assert rows(root)["carol", LESSON]["status"] != "ungradable"
 
 
+def test_a_submission_that_kills_its_grader_fails_alone(graded):
+    """Its worker dies, twice; the submissions it shared the pool with are graded all the same."""
+    root, done, _ = graded
+    table = rows(root)
+    assert table["hank", LESSON]["status"] == "ungradable"
+    assert f"hank / {LESSON}: the grading process died while grading this submission (alone)" in done.stdout
+    for student in ("alice", "bob", "carol"):
+        assert table[student, LESSON]["status"] != "ungradable", done.stdout[-3000:]
+    assert "graded on a second attempt" not in done.stdout, "a neighbour of the killer needed a retry"
+    # tests/lesson_grading.py reads this list to say why a lesson's submission was not graded
+    listed = lesson_grading._listed(done.stdout, "could NOT be graded")
+    unlisted = {"dave", "erin", "frank", "hank"} - {student for student, _ in listed}
+    assert not unlisted and {student for student, _ in listed} <= {"dave", "erin", "frank", "gina", "hank"}
+    assert "grading process died" in listed["hank", LESSON]
+
+
 def test_submitted_is_never_modified(graded):
     root, _, before = graded
     assert tree_hash(root / "submitted") == before
@@ -116,7 +135,7 @@ def test_second_run_skips_then_force_and_filters(graded):
     again = run_grade(root, "--workers", "2", "--no-report")
     skipped = 3 if gina_failed else 4                     # a failed submission is tried again
     assert f"{skipped} submission(s) already graded and unchanged: skipped" in again.stdout
-    assert f"grading {4 - skipped} submission(s)" in again.stdout
+    assert f"grading {5 - skipped} submission(s)" in again.stdout          # and hank again
     assert again.returncode == 1            # the broken submissions are still broken
     only = run_grade(root, "--student", "alice", "--lesson", LESSON, "--force", "--no-report")
     assert only.returncode == 0, only.stdout + only.stderr

@@ -10,6 +10,7 @@
 - ``submitted/`` is byte-for-byte unchanged by grading.
 """
 import os
+import warnings
 
 import nbformat
 import pytest
@@ -19,7 +20,7 @@ import catalogue
 import hostile
 import leaks
 import lesson_grading
-from conftest import lesson_ids, lessons_using
+from conftest import CLOSING_NOTES, lesson_ids, lessons_using
 from lesson_grading import release_path, solution_path
 from notebook_tools import functions_of_tests, grade_id, is_solution_code
 
@@ -76,6 +77,22 @@ def graded(request):
 
 def _test_cells(lesson):
     return functions_of_tests(nbformat.read(solution_path(lesson), as_version=4))
+
+
+@pytest.mark.nbgrader
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_submission_is_graded(lesson, graded):
+    """make grade graded every submission of the lesson: none is left "could not be graded"."""
+    results = graded[lesson]
+    for student, why in results["second_attempts"].items():
+        warnings.warn(f"{lesson} / {student} was graded on a second attempt; the first failed: {why}")
+    for student, why in results["not_graded"].items():
+        message, *log = why.splitlines()
+        CLOSING_NOTES.append(f"{lesson} / {student} not graded: {message}")
+        CLOSING_NOTES.extend(f"    {line}" for line in log[-12:])
+    assert not results["not_graded"], "\n\n".join(f"{student}: {why}" for student, why
+                                                   in results["not_graded"].items())
+    assert sorted(results["scores"]) == results["students"]
 
 
 @pytest.mark.nbgrader

@@ -26,8 +26,10 @@ from pathlib import Path
 from queue import Empty
 
 from jupyter_client.asynchronous import AsyncKernelClient
+from jupyter_client.connect import port_names
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
+from jupyter_client.provisioning.local_provisioner import LocalPortCache
 from jupyter_core.utils import ensure_async
 from traitlets import default
 
@@ -36,6 +38,10 @@ ZYGOTE_SCRIPT = Path(__file__).with_name("zygote.py")
 IMPORT_TIME_PREFIXES = ("PYTHON", "MPL", "LD_", "OPENBLAS_", "OMP_", "MKL_", "VIRTUAL_ENV")
 IMPORT_TIME_NAMES = ("HOME", "PATH", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "TMPDIR")
 START_TIMEOUT = 120
+# jupyter_client picks a kernel's ports by binding and releasing them; until the kernel binds them
+# again, any process on the machine may take one (jupyter/jupyter_client#154). A kernel that could
+# not bind is started again on fresh ports, at most this many times in all.
+BIND_ATTEMPTS = 4
 
 _zygotes = {}
 _zygotes_lock = threading.Lock()
@@ -69,13 +75,15 @@ class Zygote:
         return self.process.poll() is None
 
     def spawn(self, argv, env, cwd):
+        """(pid, bound): the kernel's pid, and whether it got as far as binding its sockets."""
         request = json.dumps({"argv": list(argv), "env": dict(env), "cwd": str(cwd)})
         with self._lock:
             self._sock.sendall((request + "\n").encode("utf-8"))
             line = self._reader.readline()
         if not line:
             raise RuntimeError("the kernel zygote closed its channel")
-        return int(json.loads(line)["pid"])
+        reply = json.loads(line)
+        return int(reply["pid"]), bool(reply.get("bound"))
 
     def close(self):
         try:
@@ -183,7 +191,13 @@ class ForkingProvisioner(LocalProvisioner):
         env["JPY_PARENT_PID"] = str(zygote.process.pid)
         argv = [*cmd[3:], f"--IPKernelApp.parent_handle={zygote.process.pid}"]
         try:
-            pid = zygote.spawn(argv, env, cwd)
+            for attempt in range(1, BIND_ATTEMPTS + 1):
+                pid, bound = zygote.spawn(argv, env, cwd)
+                if bound or attempt == BIND_ATTEMPTS or self.parent.transport != "tcp":
+                    break
+                self.log.warning("the kernel could not bind its ports (attempt %d of %d): "
+                                 "starting it again on fresh ports", attempt, BIND_ATTEMPTS)
+                self._fresh_ports(env)
         except Exception as exc:
             self.log.warning("the kernel zygote failed (%s): starting the kernel cold", exc)
             return await super().launch_kernel(cmd, **kwargs)
@@ -192,6 +206,17 @@ class ForkingProvisioner(LocalProvisioner):
         self.pgid = pid  # the child calls setsid(); until it has, signals fall back to the pid
         self.cwd = cwd
         return self.connection_info
+
+
+    def _fresh_ports(self, env):
+        """New ports in the connection file (which the next kernel reads); the old ones are
+        not handed back to the port cache, since someone else holds at least one of them."""
+        km, cache = self.parent, LocalPortCache.instance()
+        for name in port_names:
+            setattr(km, name, cache.find_available_port(km.ip))
+        km._connection_file_written = False
+        km.write_connection_file(jupyter_session=env.get("JPY_SESSION_NAME", ""))
+        self.connection_info = km.get_connection_info()
 
 
 class QuickReadyClient(AsyncKernelClient):

@@ -414,50 +414,110 @@ class Pool:
         self.workers = workers
         self._pool = None
 
-    def _new(self):
+    @staticmethod
+    def _context():
         # forkserver: workers fork from a clean server that imported nbgrader once (cheap and
         # safe: they never inherit the main process's gradebook connection or threads)
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["attention_grading.grade", "nbgrader.converters", "nbgrader.api"])
-        return futures.ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
+        return context
+
+    def _new(self):
+        return futures.ProcessPoolExecutor(max_workers=self.workers, mp_context=self._context(),
                                            initializer=_worker_init)
 
     def run(self, function, jobs, progress):
-        """Yield ``(job, result)``; a job whose worker died yields a failure dict."""
-        pending = list(jobs)
-        while pending:
+        """Yield ``(job, result)`` for every job.
+
+        When a worker dies, every job it shared the pool with at that moment is a suspect: each
+        is run again alone, in a pool of its own, so that only a job that kills its worker by
+        itself fails ("the grading process died"), never its neighbours.
+        """
+        suspects = yield from self._shared(function, jobs, progress)
+        for job in suspects:
+            alone = futures.ProcessPoolExecutor(max_workers=1, mp_context=self._context(),
+                                                initializer=_worker_init)
+            try:
+                result = {**alone.submit(function, *job).result(), "alone": True}
+            except futures.process.BrokenProcessPool:
+                result = {"ok": False, "alone": True,
+                          "message": "the grading process died while grading this submission (alone)"}
+            except Exception as exc:  # pickling or similar: the job's own failure
+                result = {"ok": False, "message": f"{type(exc).__name__}: {exc}"}
+            finally:
+                alone.shutdown(wait=False, cancel_futures=True)
+            progress.update(1)
+            yield job, result
+
+    def _shared(self, function, jobs, progress):
+        """Run ``jobs`` on the shared pool, yielding results; return the jobs that were in the
+        pool when a worker died. At most one job more than there are workers is in the pool at a
+        time, so a death makes few suspects and the jobs not yet sent go on in a new pool."""
+        waiting, running, suspects = list(reversed(jobs)), {}, []
+        while waiting or running:
             if self._pool is None:
                 self._pool = self._new()
-            running = {self._pool.submit(function, *job): job for job in pending}
-            pending = []
-            broken = False
-            for future in futures.as_completed(running):
-                job = running[future]
+            while waiting and len(running) <= self.workers:
+                job = waiting.pop()
+                running[self._pool.submit(function, *job)] = job
+            done, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
+            results, broken = [], False
+            for future in done:
+                job = running.pop(future)
                 try:
-                    result = future.result()
+                    results.append((job, future.result()))
                 except futures.process.BrokenProcessPool:
-                    if not broken:
-                        broken = True
-                    result = None
+                    broken = True
+                    suspects.append(job)
                 except Exception as exc:  # pickling or similar: the job's own failure
-                    result = {"ok": False, "message": f"{type(exc).__name__}: {exc}"}
-                if result is None:
-                    # retry once in a new pool; a job that kills its worker twice fails alone
-                    if job in getattr(self, "_retried", set()):
-                        result = {"ok": False, "message": "the grading process died while grading this submission"}
-                    else:
-                        self._retried = getattr(self, "_retried", set()) | {job}
-                        pending.append(job)
-                        continue
-                progress.update(1)
-                yield job, result
+                    results.append((job, {"ok": False, "message": f"{type(exc).__name__}: {exc}"}))
             if broken:
+                futures.wait(running)   # the whole pool goes down with one worker
+                for future, job in running.items():
+                    if future.exception() is None:
+                        results.append((job, future.result()))
+                    else:
+                        suspects.append(job)
+                running.clear()
                 self._pool.shutdown(wait=False, cancel_futures=True)
                 self._pool = None
+            for job, result in results:
+                progress.update(1)
+                yield job, result
+        return suspects
 
     def close(self):
         if self._pool is not None:
             self._pool.shutdown(wait=True)
+
+
+def run_with_second_attempt(pool, function, jobs, progress, keep):
+    """Run ``function(*job)`` for every job on ``pool``; ``keep(job, result, attempt)`` stores a
+    result and returns None, or says why it could not.
+
+    A job turned down is run once more, after all the others: a failure the submission did not
+    cause (a kernel that could not start, an overloaded machine) costs a second try, never the
+    learner's grade. A job that already ran alone (its worker died, see ``Pool.run``) is not
+    run again. Returns ({job: why} turned down for good, {job: why the first attempt failed}
+    of the jobs kept on their second attempt).
+    """
+    first, final = {}, {}
+    for attempt in (1, 2):
+        if attempt == 2:
+            jobs = [job for job in jobs if job in first]
+            if not jobs:
+                break
+            progress.total += len(jobs)
+            progress.refresh()
+        for job, result in pool.run(function, jobs, progress):
+            why = keep(job, result, attempt)
+            if why is None:
+                continue
+            if attempt == 1 and not result.get("alone"):
+                first[job] = why
+            else:
+                final[job] = why
+    return final, {job: why for job, why in first.items() if job not in final}
 
 
 def _progress(total, desc, show=True):
@@ -602,24 +662,32 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
                 for i, u in enumerate(todo)]
         log(f"grading {len(todo)} submission(s) of {len(lessons)} lesson(s) with {workers} worker(s)")
         graded = []
+
+        def keep(job, result, attempt):
+            """Save a unit's grades; None, or why they could not be kept."""
+            key = (job[2], job[1])
+            timings.append(result.get("seconds", 0.0))
+            if result.get("ok"):
+                try:
+                    save_result(gb, result)
+                    graded.append(key)
+                    return None
+                except Exception as exc:
+                    gb.db.rollback()
+                    return f"could not save the grades: {type(exc).__name__}: {exc}"
+            if result.get("log"):
+                _save_log(root, key, result["log"], attempt)
+            return result.get("message") or "autograde failed"
+
         with Gradebook(db_url, course_id) as gb, _progress(len(jobs), "autograde", progress) as bar:
-            for job, result in pool.run(autograde_unit, jobs, bar):
-                key = (job[2], job[1])
-                timings.append(result.get("seconds", 0.0))
-                if result.get("ok"):
-                    try:
-                        save_result(gb, result)
-                        graded.append(key)
-                        continue
-                    except Exception as exc:
-                        gb.db.rollback()
-                        result = {"message": f"could not save the grades: {type(exc).__name__}: {exc}"}
-                path = f"submitted/{key[0]}/{key[1]}/{key[1]}.ipynb"
-                failed[key] = result.get("message") or "autograde failed"
-                problems.append(Problem(key[0], key[1], path, f"autograde failed: {failed[key]}"))
-                bar.write(str(problems[-1]))
-                if result.get("log"):
-                    _save_log(root, key, result["log"])
+            turned_down, second = run_with_second_attempt(pool, autograde_unit, jobs, bar, keep)
+        second_attempts = {(job[2], job[1]): why for job, why in second.items()}
+        for job, message in turned_down.items():
+            key = (job[2], job[1])
+            failed[key] = message
+            problems.append(Problem(key[0], key[1], f"submitted/{key[0]}/{key[1]}/{key[1]}.ipynb",
+                                    f"autograde failed: {message}"))
+            log(str(problems[-1]))
 
         feedback_failures = []
         if feedback:
@@ -647,7 +715,8 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
         f"in {elapsed:.1f} s; wrote {root / 'grades.csv'}")
     summary = {"root": root, "lessons": lessons, "students": everyone, "graded": graded,
                "skipped": skipped, "failed": failed, "problems": problems, "rows": rows,
-               "feedback_failures": feedback_failures, "seconds": elapsed, "unit_seconds": timings,
+               "feedback_failures": feedback_failures, "second_attempts": second_attempts,
+               "seconds": elapsed, "unit_seconds": timings,
                "db_url": db_url}
     if report and rows:
         try:
@@ -657,6 +726,11 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
             log(f"wrote the grading report: {where}")
         except Exception as exc:  # the report never hides the grades
             log(f"[warning] the grading report could not be written: {type(exc).__name__}: {exc}")
+    if second_attempts:
+        log(f"\n{len(second_attempts)} submission(s) graded on a second attempt "
+            f"(the first one's log is in grading-report/logs/):")
+        for (student, lesson), message in sorted(second_attempts.items()):
+            log(f"  {student} / {lesson}: first attempt: {message}")
     if failed:
         log(f"\n{len(failed)} submission(s) could NOT be graded:")
         for (student, lesson), message in sorted(failed.items()):
@@ -668,11 +742,11 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
     return summary
 
 
-def _save_log(root, key, text):
+def _save_log(root, key, text, attempt=1):
     folder = Path(root) / "grading-report" / "logs"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{key[0]}__{key[1]}.log").write_text(text)
+        (folder / f"{key[0]}__{key[1]}.attempt{attempt}.log").write_text(text)
     except OSError:
         pass
 
