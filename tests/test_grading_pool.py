@@ -6,16 +6,14 @@ from attention_grading.grade import Pool, run_with_second_attempt
 from grading_helpers import flaky_job
 
 
-def test_failures_get_one_second_attempt_and_a_killer_fails_alone(tmp_path):
-    behaviours = {"a": "ok", "b": "fails_once", "c": "fails", "d": "kills_worker", "e": "ok",
-                  "f": "ok", "g": "fails_once", "h": "ok"}
-    jobs = [(str(tmp_path), name, behaviour) for name, behaviour in behaviours.items()]
-    kept, attempts = {}, []
+def _run(folder, behaviours):
+    """(turned down {name: why}, second attempts {name: why}, kept names, runs {name: count})."""
+    jobs = [(str(folder), name, behaviour) for name, behaviour in behaviours.items()]
+    kept = set()
 
     def keep(job, result, attempt):
-        attempts.append((job[1], attempt))
         if result.get("ok"):
-            kept[job[1]] = result["runs"]
+            kept.add(job[1])
             return None
         return result.get("message", "?")
 
@@ -25,14 +23,26 @@ def test_failures_get_one_second_attempt_and_a_killer_fails_alone(tmp_path):
             turned_down, second = run_with_second_attempt(pool, flaky_job, jobs, bar, keep)
     finally:
         pool.close()
-    runs = {name: int((tmp_path / name).read_text()) for name in behaviours}
-    assert {job[1] for job in turned_down} == {"c", "d"}
-    assert "died" in turned_down[str(tmp_path), "d", "kills_worker"]
-    assert {job[1]: why for job, why in second.items()} == {"b": "b failed on run 1", "g": "g failed on run 1"}
-    assert set(kept) == {"a", "b", "e", "f", "g", "h"}
-    # every job that succeeded ran once, or twice if it was made to fail once (or shared the pool
-    # with the killer when it died and was run again alone); a job that always fails runs twice;
-    # the killer runs once with the others and once alone, never a third time
-    assert runs["c"] == 2 and runs["d"] == 2 and runs["b"] == 2 and runs["g"] == 2
-    assert all(runs[name] <= 2 for name in "aefh")
-    assert sorted(n for n, _ in attempts) == sorted("abcdefghbgc")
+    runs = {name: (folder / name).stat().st_size for name in behaviours}
+    return ({job[1]: why for job, why in turned_down.items()}, {job[1]: why for job, why in second.items()},
+            kept, runs)
+
+
+def test_a_failure_gets_one_second_attempt(tmp_path):
+    """A job that fails once is kept on its second run; one that always fails is run twice, then reported."""
+    behaviours = {"a": "ok", "b": "fails_once", "c": "fails", "e": "ok", "g": "fails_once"}
+    turned_down, second, kept, runs = _run(tmp_path, behaviours)
+    assert turned_down == {"c": "c failed on run 2"}
+    assert second == {"b": "b failed on run 1", "g": "g failed on run 1"}
+    assert kept == {"a", "b", "e", "g"}
+    assert runs == {"a": 1, "b": 2, "c": 2, "e": 1, "g": 2}
+
+
+def test_a_job_that_kills_its_worker_fails_alone(tmp_path):
+    """The jobs in the pool when a worker dies are run again alone; only the killer is reported."""
+    behaviours = {"a": "ok", "b": "ok", "d": "kills_worker", "e": "ok", "f": "ok", "g": "ok", "h": "ok"}
+    turned_down, second, kept, runs = _run(tmp_path, behaviours)
+    assert set(turned_down) == {"d"} and "died" in turned_down["d"]
+    assert kept == set(behaviours) - {"d"} and not second
+    assert runs["d"] == 2, "the killer was not run alone once, or was run again after dying alone"
+    assert all(runs[name] <= 2 for name in kept)

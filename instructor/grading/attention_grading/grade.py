@@ -438,9 +438,9 @@ class Pool:
             alone = futures.ProcessPoolExecutor(max_workers=1, mp_context=self._context(),
                                                 initializer=_worker_init)
             try:
-                result = {**alone.submit(function, *job).result(), "alone": True}
+                result = alone.submit(function, *job).result()
             except futures.process.BrokenProcessPool:
-                result = {"ok": False, "alone": True,
+                result = {"ok": False, "died_alone": True,
                           "message": "the grading process died while grading this submission (alone)"}
             except Exception as exc:  # pickling or similar: the job's own failure
                 result = {"ok": False, "message": f"{type(exc).__name__}: {exc}"}
@@ -497,7 +497,7 @@ def run_with_second_attempt(pool, function, jobs, progress, keep):
 
     A job turned down is run once more, after all the others: a failure the submission did not
     cause (a kernel that could not start, an overloaded machine) costs a second try, never the
-    learner's grade. A job that already ran alone (its worker died, see ``Pool.run``) is not
+    learner's grade. A job that killed its worker while running alone (see ``Pool.run``) is not
     run again. Returns ({job: why} turned down for good, {job: why the first attempt failed}
     of the jobs kept on their second attempt).
     """
@@ -513,7 +513,7 @@ def run_with_second_attempt(pool, function, jobs, progress, keep):
             why = keep(job, result, attempt)
             if why is None:
                 continue
-            if attempt == 1 and not result.get("alone"):
+            if attempt == 1 and not result.get("died_alone"):
                 first[job] = why
             else:
                 final[job] = why
