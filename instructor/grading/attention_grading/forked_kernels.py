@@ -207,7 +207,6 @@ class ForkingProvisioner(LocalProvisioner):
         self.cwd = cwd
         return self.connection_info
 
-
     def _fresh_ports(self, env):
         """New ports in the connection file (which the next kernel reads); the old ones are
         not handed back to the port cache, since someone else holds at least one of them."""
