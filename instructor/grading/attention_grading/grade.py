@@ -454,12 +454,16 @@ class Pool:
         pool when a worker died. At most one job more than there are workers is in the pool at a
         time, so a death makes few suspects and the jobs not yet sent go on in a new pool."""
         waiting, running, suspects = list(reversed(jobs)), {}, []
-        while waiting or running:
+
+        def top_up():
             if self._pool is None:
                 self._pool = self._new()
             while waiting and len(running) <= self.workers:
                 job = waiting.pop()
                 running[self._pool.submit(function, *job)] = job
+
+        while waiting or running:
+            top_up()
             done, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
             results, broken = [], False
             for future in done:
@@ -481,6 +485,8 @@ class Pool:
                 running.clear()
                 self._pool.shutdown(wait=False, cancel_futures=True)
                 self._pool = None
+            else:
+                top_up()   # before the results are saved: the workers need not wait for that
             for job, result in results:
                 progress.update(1)
                 yield job, result
