@@ -2,7 +2,7 @@
 and autograding every lesson's catalogue and hostile cases. Each takes a scratch folder and
 returns plain data, so that tests/background.py can start it as soon as the tests are collected.
 """
-import hashlib
+import csv
 import json
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -13,7 +13,7 @@ import nbformat
 import catalogue
 import hostile
 from conftest import ROOT, copy_course, nbgrader
-from grading_helpers import run_grade
+from grading_helpers import run_grade, tree_hash
 from notebook_tools import solved, with_answer
 
 
@@ -46,15 +46,6 @@ def validate_all(folder, lessons):
 
 
 # ---------------------------------------------------------------- autograding
-
-def tree_digest(folder):
-    digest = hashlib.sha256()
-    for path in sorted(Path(folder).rglob("*")):
-        digest.update(str(path.relative_to(folder)).encode())
-        if path.is_file():
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
-
 
 def submissions(lesson):
     """({student id: notebook}, {student id: catalogue manifest}): the solution, the release,
@@ -104,25 +95,22 @@ def _results(root, lesson, students, manifest, log):
             "feedback": feedback, "root": root, "manifest": manifest, "students": sorted(students)}
 
 
-def _listed(stdout, heading):
-    """{(student, lesson): message} of a list that ``make grade`` prints under ``heading``."""
-    listed, inside = {}, False
-    for line in stdout.splitlines():
-        if heading in line:
-            inside = True
-        elif inside and line.startswith("  ") and " / " in line and ": " in line:
-            who, message = line.strip().split(": ", 1)
-            student, lesson = who.split(" / ", 1)
-            listed[student, lesson] = message
-        elif inside:
-            inside = False
-    return listed
+def _noted(root):
+    """({(student, lesson): why} not graded, {(student, lesson): note} graded on a second
+    attempt), from the ``status`` and ``note`` columns of ``make grade``'s grades.csv."""
+    if not (Path(root) / "grades.csv").is_file():   # make grade stopped early: its output says why
+        return {}, {}
+    with open(Path(root) / "grades.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    return ({(r["student"], r["lesson"]): r["note"] for r in rows if r["status"] == "ungradable"},
+            {(r["student"], r["lesson"]): r["note"] for r in rows
+             if r["status"] != "ungradable" and "second attempt" in r["note"]})
 
 
-def _with_logs(root, listed):
+def _with_logs(root, noted):
     """Each message followed by the end of the grading logs ``make grade`` kept for it."""
     out = {}
-    for (student, lesson), message in listed.items():
+    for (student, lesson), message in noted.items():
         logs = sorted((Path(root) / "grading-report" / "logs").glob(f"{student}__{lesson}.*.log"))
         tails = [f"--- {p.name}:\n{p.read_text()[-2500:]}" for p in logs]
         out[student, lesson] = "\n".join([message, *tails])
@@ -150,14 +138,13 @@ def grade_all(folder, lessons):
     for lesson in lessons:
         nbgrader(root, "generate_assignment", lesson, "--force")
     written = {lesson: _write_submissions(root, lesson) for lesson in lessons}
-    before = tree_digest(root / "submitted")
+    before = tree_hash(root / "submitted")
     lesson_args = [arg for lesson in lessons for arg in ("--lesson", lesson)]
     graded = run_grade(root, *lesson_args, "--workers", "4", "--force", "--no-feedback", "--no-report",
                        timeout=1800)
     # A submission that could not be graded fails its lesson's test_every_submission_is_graded,
     # with the reason and the grading log, rather than every test of every lesson.
-    not_graded = _with_logs(root, _listed(graded.stdout, "could NOT be graded"))
-    second_attempts = _with_logs(root, _listed(graded.stdout, "graded on a second attempt"))
+    not_graded, second_attempts = (_with_logs(root, noted) for noted in _noted(root))
     if graded.returncode != 0 and not not_graded:
         raise RuntimeError(f"make grade failed:\n{graded.stdout[-6000:]}\n"
                            f"{_without_progress(graded.stderr)[-3000:]}")
@@ -173,7 +160,7 @@ def grade_all(folder, lessons):
             (feedback.returncode != 0 and not not_graded):
         raise RuntimeError(f"feedback failed:\n{feedback.stdout[-6000:]}\n"
                            f"{_without_progress(feedback.stderr)[-3000:]}")
-    unchanged = before == tree_digest(root / "submitted")
+    unchanged = before == tree_hash(root / "submitted")
     results = {}
     for lesson, (students, manifest) in written.items():
         results[lesson] = _results(root, lesson, students, manifest, graded.stdout)

@@ -47,7 +47,8 @@ def test_release_holds_no_solution_and_no_hidden_test(lesson):
 @pytest.fixture(scope="session")
 def validation(request):
     """({notebook: report} of ``validate`` on the sources, same of ``validate --invert`` on the release)."""
-    return background.result("validation", lesson_grading.validate_all, LESSONS)
+    return background.result("validation", lesson_grading.validate_all,
+                             lessons_using(request.session, "validation"))
 
 
 @pytest.mark.nbgrader
@@ -85,7 +86,7 @@ def test_every_submission_is_graded(lesson, graded):
     """make grade graded every submission of the lesson: none is left "could not be graded"."""
     results = graded[lesson]
     for student, why in results["second_attempts"].items():
-        warnings.warn(f"{lesson} / {student} was graded on a second attempt; the first failed: {why}")
+        warnings.warn(f"{lesson} / {student}: {why}")   # "graded on a second attempt; the first failed: ..."
     for student, why in results["not_graded"].items():
         message, *log = why.splitlines()
         CLOSING_NOTES.append(f"{lesson} / {student} not graded: {message}")

@@ -50,6 +50,11 @@ def _transformed(source):
         return source
 
 
+def _mentions(source, names):
+    """Does ``source`` use any of these names (as whole words)?"""
+    return any(re.search(rf"\b{re.escape(name)}\b", source) for name in names)
+
+
 def _has_error(cell):
     return any(o.get("output_type") == "error" or
                (o.get("output_type") == "stream" and o.get("name") == "stderr")
@@ -188,8 +193,7 @@ class GuardedExecute(Execute):
         # spinning a core. Other graded cells keep theirs.
         if getattr(self, "_hung_once", False) and cell is not None:
             meta = cell.metadata.get("nbgrader", {})
-            suspect = meta.get("grade") and any(re.search(rf"\b{name}\b", cell.source)
-                                                 for name in self._crashing)
+            suspect = meta.get("grade") and _mentions(cell.source, self._crashing)
             if not meta.get("grade") or suspect:
                 return max(self.timeout_after_hang, 1)
         return super()._get_timeout(cell)
@@ -274,7 +278,7 @@ class GuardedExecute(Execute):
 
     def _mark_broken(self, cell, index):
         """Remember the graded functions a cell that crashed or hung was using."""
-        self._crashing |= {name for name in self._plan.solutions if re.search(rf"\b{name}\b", cell.source)}
+        self._crashing |= {name for name in self._plan.solutions if _mentions(cell.source, [name])}
         if self._plan.owner.get(index):
             self._crashing.add(self._plan.owner[index])
 
@@ -286,7 +290,7 @@ class GuardedExecute(Execute):
         meta = cell.metadata.get("nbgrader", {})
         if not self._crashing or meta.get("grade") or meta.get("solution") or meta.get("grade_id") == "setup":
             return False
-        return any(re.search(rf"\b{name}\b", cell.source) for name in self._crashing)
+        return _mentions(cell.source, self._crashing)
 
     def _responsive(self):
         """Does the kernel still run code? (It may have swallowed the interrupt and kept looping.)"""

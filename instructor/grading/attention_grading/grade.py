@@ -526,11 +526,11 @@ def run_with_second_attempt(pool, function, jobs, progress, keep):
     return final, {job: why for job, why in first.items() if job not in final}
 
 
-def _progress(total, desc, show=True):
+def _progress(total, desc):
     from tqdm import tqdm
 
     return tqdm(total=total, desc=desc, unit="nb", dynamic_ncols=True, file=sys.stderr,
-                disable=total == 0 or not show, smoothing=0.1)
+                disable=total == 0, smoothing=0.1)
 
 
 def collect_scores(gb, lessons, students):
@@ -552,8 +552,10 @@ def collect_scores(gb, lessons, students):
     return scores, maxima
 
 
-def write_grades(path, lessons, students, scores, maxima, failed):
-    """grades.csv: one row per student x lesson, with the student's totals on every row."""
+def write_grades(path, lessons, students, scores, maxima, failed, notes=None):
+    """grades.csv: one row per student x lesson, with the student's totals on every row and, in
+    ``note``, why a submission could not be graded (``failed``) or anything else ``notes`` says."""
+    notes = {**(notes or {}), **failed}
     rows = []
     for student in students:
         student_rows = []
@@ -566,7 +568,8 @@ def write_grades(path, lessons, students, scores, maxima, failed):
             else:
                 status, score, top = "not submitted", 0.0, maxima[lesson]
             student_rows.append({"student": student, "lesson": lesson, "score": round(score, 4),
-                                 "max_score": round(top, 4), "status": status})
+                                 "max_score": round(top, 4), "status": status,
+                                 "note": notes.get((student, lesson), "")})
         total = sum(r["score"] for r in student_rows)
         top_total = sum(r["max_score"] for r in student_rows)
         for row in student_rows:
@@ -575,7 +578,7 @@ def write_grades(path, lessons, students, scores, maxima, failed):
         rows.extend(student_rows)
     with open(path, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=["student", "lesson", "score", "max_score", "status",
-                                                "student_total", "student_max_total"])
+                                                "student_total", "student_max_total", "note"])
         writer.writeheader()
         writer.writerows(rows)
     return rows
@@ -610,11 +613,8 @@ def format_table(rows, lessons):
 
 
 def grade(root=None, lessons=None, students=None, workers=None, force=False, db_url=None,
-          feedback=True, report=True, log=print, progress=True):
-    """Grade everything; returns a summary dict (see ``main`` for the exit status).
-
-    ``progress``: show tqdm bars on stderr (off for callers that run it in the background).
-    """
+          feedback=True, report=True, log=print):
+    """Grade everything; returns a summary dict (see ``main`` for the exit status)."""
     from nbgrader.api import Gradebook
 
     from .paths import COURSE_ROOT
@@ -685,7 +685,7 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
                 _save_log(root, key, result["log"], attempt)
             return result.get("message") or "autograde failed"
 
-        with Gradebook(db_url, course_id) as gb, _progress(len(jobs), "autograde", progress) as bar:
+        with Gradebook(db_url, course_id) as gb, _progress(len(jobs), "autograde") as bar:
             turned_down, second = run_with_second_attempt(pool, autograde_unit, jobs, bar, keep)
         second_attempts = {(job[2], job[1]): why for job, why in second.items()}
         for job, message in turned_down.items():
@@ -700,7 +700,7 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
             want = [u for u in units if (u.student, u.lesson) not in failed
                     and ((u.student, u.lesson) in graded or force or feedback_stale(root, u))]
             fjobs = [(str(root), u.lesson, u.student, db_url) for u in want]
-            with _progress(len(fjobs), "feedback", progress) as bar:
+            with _progress(len(fjobs), "feedback") as bar:
                 for job, result in pool.run(feedback_unit, fjobs, bar):
                     if not result.get("ok"):
                         feedback_failures.append((job[2], job[1], result.get("message", "")))
@@ -711,7 +711,9 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
 
     with Gradebook(db_url, course_id) as gb:
         scores, maxima = collect_scores(gb, lessons, everyone)
-    rows = write_grades(root / "grades.csv", lessons, everyone, scores, maxima, failed)
+    notes = {key: f"graded on a second attempt; the first failed: {message}"
+             for key, message in second_attempts.items()}
+    rows = write_grades(root / "grades.csv", lessons, everyone, scores, maxima, failed, notes)
     if rows:
         log("")
         log(format_table(rows, lessons))
