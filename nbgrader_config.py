@@ -2,8 +2,9 @@
 
 Layout: lessons are authored in source/<id>/<id>.ipynb; `nbgrader generate_assignment`
 writes the learners' release to notebooks/ and `nbgrader generate_solution` the solved
-notebooks to solutions/. Hidden tests call `attention_grading` (instructor/grading), which
-asks a separate judge process holding the reference (instructor/reference) for a verdict.
+notebooks to solutions/. Autograding runs every kernel in an operating-system sandbox and drives
+the hidden tests from the grader (instructor/grading/attention_grading), which holds the
+reference (instructor/reference); neither ever enters a learner's kernel.
 """
 import os
 import sys
@@ -12,8 +13,9 @@ from pathlib import Path
 COURSE_ROOT = Path(__file__).resolve().parent
 GRADING_DIR = COURSE_ROOT / "instructor" / "grading"
 
-# The grading helpers are importable here (feedback preprocessor) and, through PYTHONPATH,
-# in every kernel nbgrader starts. The reference itself is NOT on the kernels' path.
+# The grading code is importable by nbgrader here and, through PYTHONPATH, in the instructor's
+# own kernels (nbgrader validate on source/ runs the hidden tests there). Graded kernels get an
+# environment of their own, without it, and cannot read instructor/ at all.
 if str(GRADING_DIR) not in sys.path:
     sys.path.insert(0, str(GRADING_DIR))
 _paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -56,12 +58,16 @@ c.GenerateSolution.preprocessors = [
 ]
 
 # Grading runs every notebook through the guarded executor (instructor/grading/attention_grading/
-# execute.py): verdicts decided by the grader, flags, crash recovery, output caps, time limits.
+# execute.py: sandboxed kernels, hidden tests driven by the grader, crash recovery, output caps,
+# time limits); the grader's verdicts become cell outputs (verdicts.py); learners' HTML and
+# JavaScript outputs are sanitised before anything stores or shows them (nbconvert's SanitizeHTML).
 c.Autograde.autograde_preprocessors = [
     "attention_grading.execute.GuardedExecute",
+    "attention_grading.verdicts.ApplyVerdicts",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
+    "attention_grading.sanitize.SanitizeLearnerHTML",
     "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
@@ -85,5 +91,6 @@ c.LimitOutput.max_traceback = 60
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "attention_grading.feedback.HideHiddenTests",
+    "attention_grading.sanitize.SanitizeLearnerHTML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]

@@ -2,22 +2,23 @@
 
 It replaces nbgrader's ``Execute`` (see ``nbgrader_config.py``) and adds, per notebook:
 
-- a guard channel (``guard``) so the grader itself asks the judge for every hidden test and
-  records the verdict: a hidden test cell scores only when the grader saw it pass;
-- flags for any reach into the instructor's files: the exercises involved score 0 and the
-  submission is listed in ``grading-notes.json`` beside the autograded notebook;
-- recovery from a dead kernel (``os._exit``, a segfault) or one that ignores interrupts: the
-  cell is marked, a fresh kernel replays the earlier non-test cells, grading goes on;
+- a sandbox for every kernel (``sandbox``, through ``kernels``): the learner's code runs with no
+  privileges, sees its own scratch folder only, has no network, has limits on memory, time and
+  processes, and everything it starts dies with it. Grading stops (``SandboxUnavailable``) where
+  the machine cannot do that, unless the instructor sets ``GuardedExecute.sandbox = False``;
+- hidden tests driven from here: a hidden test cell's visible part runs in the kernel, its hidden
+  block never does; the grader sends the cases in as data and judges what comes back
+  (``hidden_tests``), so no reference, spec or expected value ever enters the kernel. The
+  verdicts go to ``resources``; ``verdicts.ApplyVerdicts`` turns them into the cell outputs that
+  nbgrader scores;
+- recovery from a dead kernel (``os._exit``, a segfault, the memory limit) or one that ignores
+  interrupts: the cell is marked, a fresh kernel replays the earlier non-test cells, grading goes on;
 - caps on printed output and a time limit for the whole notebook.
 """
 import copy
-import json
 import os
-import re
-import socket
-import sys
+import shutil
 import tempfile
-import threading
 from pathlib import Path
 from time import monotonic
 
@@ -25,212 +26,146 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Integer, default
+from traitlets import Bool, Dict, Integer
 
-from .forked_kernels import ForkingKernelManager
-from .guard import cell_hash
-from .paths import REFERENCE_DIR
+from . import sandbox
+from . import spec as spec_module
+from .cells import CellPlan, grade_id, split_hidden
+from .hidden_tests import Conversation, KernelSession, StopTest, decide, plan_calls
+from .kernels import KernelSandboxError, SandboxedKernelManager, SandboxRequest
+from .paths import INSTRUCTOR_DIR
+from .results import CRASHED, NOT_RUN, REFUSED, TIMEOUT, Flag, NotebookNotes, Verdict
+from .sandbox import support
+from .sandbox.account import kernel_account
+from .sandbox.limits import Limits
 
-HIDDEN_CHECK = re.compile(r"""check\(\s*["']([A-Za-z_][A-Za-z0-9_]*)["']""")
-NOTES_FILE = "grading-notes.json"
-BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def _error(ename, evalue):
-    return NotebookNode(output_type="error", ename=ename, evalue=evalue,
-                        traceback=[f"{ename}: {evalue}"])
-
-
-def _transformed(source):
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    try:
-        return TransformerManager().transform_cell(source)
-    except Exception:
-        return source
+NOTES_KEY = "attention_grading"
+GRADER_FILES = ("grading-notes.json", "grading-result.json")
 
 
-def _mentions(source, names):
-    """Does ``source`` use any of these names (as whole words)?"""
-    return any(re.search(rf"\b{re.escape(name)}\b", source) for name in names)
+def error_output(ename, evalue):
+    return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
-def _has_error(cell):
+def has_error(cell):
     return any(o.get("output_type") == "error" or
                (o.get("output_type") == "stream" and o.get("name") == "stderr")
                for o in cell.get("outputs", []))
 
 
-class Plan:
-    """The roles of a notebook's cells, read from their nbgrader metadata."""
+def mentions(source, names):
+    """Does ``source`` use any of these names (as whole words)?"""
+    import re
 
-    def __init__(self, nb):
-        self.solutions, self.owner, self.hidden, self.tests, self.trusted = {}, {}, {}, [], set()
-        current = None
-        for index, cell in enumerate(nb.cells):
-            meta = cell.metadata.get("nbgrader", {})
-            if cell.cell_type != "code":
-                continue
-            if meta.get("solution"):
-                current = meta.get("grade_id")
-                self.solutions[current] = index
-                self.owner[index] = current
-            elif meta.get("grade") or meta.get("locked"):
-                # The kernel compiles IPython's transformed source (magics become calls).
-                self.trusted |= {cell_hash(cell.source), cell_hash(_transformed(cell.source))}
-                if meta.get("grade"):
-                    self.tests.append(index)
-                    self.owner[index] = current
-                    match = HIDDEN_CHECK.search(cell.source) if "BEGIN HIDDEN TESTS" in cell.source else None
-                    if match:
-                        self.hidden[index] = match.group(1)
-
-    def tests_of(self, function):
-        return [i for i in self.tests if self.owner.get(i) == function]
-
-
-class GuardServer:
-    """The grader's end of the guard channel: answers kernels, records everything by cell."""
-
-    def __init__(self, trusted_cells):
-        from . import judge  # the reference is imported here, in the grader, never in the kernel
-
-        self._judge = judge.judge
-        self.trusted_cells = sorted(trusted_cells)
-        self.current = None
-        self.records = []
-        self.expected_eof = set()
-        self._folder = tempfile.mkdtemp(prefix="attention-guard-")
-        self.address = os.path.join(self._folder, "guard.sock")
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.bind(self.address)
-        self._sock.listen(8)
-        self._lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self._sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn):
-        reader = conn.makefile("r", encoding="utf-8")
-        with conn:
-            while True:
-                try:
-                    line = reader.readline(64 * 2**20)
-                except (OSError, ValueError):
-                    line = ""
-                if not line:
-                    self._record(self.current, "eof", {}, {})
-                    return
-                try:
-                    message = json.loads(line)
-                    reply = self._respond(message)
-                except Exception as exc:  # a forged or broken message: answer, record, go on
-                    message, reply = {"type": "malformed"}, {"passed": False, "message": str(exc)[:300]}
-                try:
-                    conn.sendall((json.dumps(reply) + "\n").encode("utf-8"))
-                except OSError:
-                    return
-
-    def _respond(self, message):
-        kind = message.get("type")
-        index = self.current
-        if kind == "hello":
-            reply = {"trusted_cells": self.trusted_cells}
-        elif kind == "judge":
-            try:
-                reply = self._judge(message["request"])
-            except Exception as exc:
-                reply = {"passed": False, "cases": 0, "message": f"the judge could not read this request ({exc})"}
-        elif kind == "flag":
-            reply = {"ok": True}
-        else:
-            reply = {"error": "unknown message"}
-        self._record(index, kind, message, reply)
-        return reply
-
-    def _record(self, index, kind, message, reply):
-        with self._lock:
-            self.records.append({"cell": index, "type": kind, "message": message, "reply": reply})
-
-    def close(self):
-        try:
-            self._sock.close()
-        finally:
-            try:
-                os.unlink(self.address)
-                os.rmdir(self._folder)
-            except OSError:
-                pass
+    return any(re.search(rf"\b{re.escape(name)}\b", source) for name in names)
 
 
 class GuardedExecute(Execute):
-    """nbgrader's Execute, plus the guard, authoritative hidden verdicts and crash recovery."""
+    """nbgrader's Execute, with sandboxed kernels, grader-driven hidden tests and crash recovery."""
 
     notebook_timeout = Integer(600, help="Seconds for the whole notebook; later cells are not run.").tag(config=True)
+    hidden_test_timeout = Integer(None, allow_none=True,
+                                  help="Seconds for one hidden test (default: Execute.timeout).").tag(config=True)
     max_stream_chars = Integer(100_000, help="Printed characters kept per cell.").tag(config=True)
     max_outputs = Integer(50, help="Outputs kept per cell.").tag(config=True)
     max_restarts = Integer(12, help="Fresh kernels per notebook after crashes or hangs.").tag(config=True)
-
     timeout_after_hang = Integer(5, help="Seconds for ungraded cells, and for the tests of a function that "
                                  "was running when a cell timed out, once a cell has timed out.").tag(config=True)
-    fork_kernels = Bool(True, help="Fork kernels from a warm parent (forked_kernels) instead of "
+    fork_kernels = Bool(True, help="Fork kernels from a warm parent (kernels.py) instead of "
                         "starting each one cold.").tag(config=True)
+    sandbox = Bool(True, help="Run every kernel in the operating-system sandbox. Set False only "
+                   "where the machine cannot sandbox (every run then warns): learner code would "
+                   "run with the grader's rights.").tag(config=True)
+    sandbox_limits = Dict(help="Overrides of sandbox.limits.Limits (memory_bytes, cpu_seconds, ...).").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        if self.fork_kernels:
-            self.kernel_manager_class = ForkingKernelManager
+        self.kernel_manager_class = SandboxedKernelManager
+
+    # ------------------------------------------------------------------ the kernel and its sandbox
+
+    def create_kernel_manager(self):
+        km = super().create_kernel_manager()
+        km.fork_kernels = self.fork_kernels
+        km.sandbox_request = self._sandbox_request
+        km.connection_file = os.path.join(self._scratch, "connection.json")
+        return km
+
+    def _prepare_sandbox(self, resources):
+        """The scratch folder, a copy of the submission's files and the kernel's sandbox request."""
+        self._scratch = tempfile.mkdtemp(prefix="attention-kernel-")
+        folder = (resources.get("metadata") or {}).get("path") or os.getcwd()
+        seed = os.path.join(self._scratch, "submission")
+        shutil.copytree(folder, seed, symlinks=True,
+                        ignore=lambda _, names: [n for n in names if n.endswith(".ipynb") or n in GRADER_FILES])
+        if not self.sandbox:
+            self.log.warning("grading WITHOUT a sandbox (GuardedExecute.sandbox = False): learner code "
+                             "runs with the grader's rights")
+            self._sandbox_request = None
+            return None
+        support.require()
+        account = kernel_account()
+        if account is not None:       # the kernel's account must reach its folder and connection file
+            os.chmod(self._scratch, 0o711)
+        protected = [self._course_root(), str(INSTRUCTOR_DIR), folder]
+        limits = Limits(**{**Limits().as_dict(), **self.sandbox_limits})
+        self._sandbox_request = SandboxRequest(self._scratch, seed, protected, limits, account)
+        return self._sandbox_request.describe()
+
+    def _course_root(self):
+        try:
+            return str(self.config.CourseDirectory.root) or os.getcwd()
+        except AttributeError:
+            return os.getcwd()
+
+    def _kernel_log(self):
+        try:
+            return Path(self._scratch, "kernel.log").read_text(errors="replace")[-2000:]
+        except OSError:
+            return ""
+
+    # ------------------------------------------------------------------ the notebook
+
+    def preprocess(self, nb, resources=None, km=None):
+        from .hidden import reference
+
+        resources = resources if resources is not None else {}
+        self._plan = CellPlan(nb.cells)
+        self._reference = reference()
+        self._notes = NotebookNotes()
+        self._notes.sandbox = self._prepare_sandbox(resources)
+        self._deadline = monotonic() + self.notebook_timeout
+        self._crashed, self._hung, self._restarts, self._late, self._skipped = [], [], 0, [], []
+        self._crashing, self._completed, self._printed = set(), set(), {}
+        self._hung_once = False
+        try:
+            nb, resources = super().preprocess(nb, resources, km)
+        except KernelSandboxError as exc:
+            raise sandbox.SandboxUnavailable(f"a kernel could not be sandboxed: {exc}") from None
+        finally:
+            self._notes.kernel_log = self._kernel_log() if (self._crashed or self._hung) else ""
+            shutil.rmtree(self._scratch, ignore_errors=True)
+        notes = self._notes
+        notes.crashed_cells = [self._describe(nb, i) for i in self._crashed]
+        notes.hung_cells = [self._describe(nb, i) for i in self._hung]
+        notes.not_run_cells = [self._describe(nb, i) for i in self._late]
+        notes.skipped_cells = [self._describe(nb, i) for i in self._skipped]
+        notes.kernel_restarts = min(self._restarts, self.max_restarts)
+        restoring = nb.metadata.get(NOTES_KEY, {})
+        notes.restored_cells = restoring.get("restored_cells", [])
+        notes.missing_answer_cells = restoring.get("missing_answer_cells", [])
+        resources[NOTES_KEY] = notes.as_dict()
+        return nb, resources
 
     def _get_timeout(self, cell):
         # Once the submission has hung, ungraded cells (and the tests of a function that was
-        # running when it hung) get a short timeout: they would otherwise each wait the full one,
-        # spinning a core. Other graded cells keep theirs.
-        if getattr(self, "_hung_once", False) and cell is not None:
+        # running when it hung) get a short timeout: they would otherwise each wait the full one.
+        if self._hung_once and cell is not None:
             meta = cell.metadata.get("nbgrader", {})
-            suspect = meta.get("grade") and _mentions(cell.source, self._crashing)
+            suspect = meta.get("grade") and mentions(cell.source, self._crashing)
             if not meta.get("grade") or suspect:
                 return max(self.timeout_after_hang, 1)
         return super()._get_timeout(cell)
-
-    @default("extra_arguments")
-    def _guard_at_startup(self):
-        return ["--IPKernelApp.exec_lines=__import__('attention_grading.guard').guard.install()"]
-
-    def preprocess(self, nb, resources=None, km=None):
-        if str(REFERENCE_DIR) not in sys.path:
-            sys.path.insert(0, str(REFERENCE_DIR))
-        self._plan = Plan(nb)
-        self._server = GuardServer(self._plan.trusted)
-        self._deadline = monotonic() + self.notebook_timeout
-        self._crashed, self._hung, self._restarts, self._late, self._skipped = [], [], 0, [], []
-        self._crashing = set()
-        self._printed = {}
-        self._hung_once = False
-        # Kernels inherit these: the guard's address, and one BLAS thread each, since graders
-        # run one kernel per core and oversubscribed BLAS threads slow matrix products badly.
-        kernel_env = {"ATTENTION_GUARD": self._server.address}
-        kernel_env.update({k: "1" for k in BLAS_THREADS if k not in os.environ})
-        saved = {k: os.environ.get(k) for k in kernel_env}
-        os.environ.update(kernel_env)
-        try:
-            nb, resources = super().preprocess(nb, resources, km)
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
-            self._server.close()
-        self._settle(nb, resources)
-        return nb, resources
-
-    # ------------------------------------------------------------------ running cells
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
@@ -238,47 +173,102 @@ class GuardedExecute(Execute):
         if monotonic() > self._deadline:
             self._late.append(index)
             if index in self._plan.tests:
-                cell.outputs = [_error("GradingTimeLimit", "not run: the notebook used up its "
-                                       f"{self.notebook_timeout} s of grading time")]
+                cell.outputs = [error_output("GradingTimeLimit", "not run: the notebook used up its "
+                                             f"{self.notebook_timeout} s of grading time")]
             return cell, resources
         if self._calls_crashed_code(cell):
             cell.outputs = [NotebookNode(output_type="stream", name="stdout", text=(
                 "[not run by the grader: it calls a function that already crashed or hung]\n"))]
             self._skipped.append(index)
             return cell, resources
-        self._server.current = index
+        if index in self._plan.hidden:
+            return self._hidden_test_cell(cell, resources, index)
+        return self._run_cell(cell, resources, index)
+
+    def _run_cell(self, cell, resources, index):
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except CellTimeoutError:
             # the kernel answered the interrupt but kept running (it swallowed it)
-            cell.outputs.append(_error("CellTimeoutError", f"the cell ran longer than {self.timeout} s"))
-            self._hung_once = True
-            self._hung.append(index)
-            self._mark_broken(cell, index)
-            self._server.expected_eof.add(index)
-            self._recover(index)
+            cell.outputs.append(error_output("CellTimeoutError", f"the cell ran longer than {self.timeout} s"))
+            self._hang(cell, index)
             return cell, resources
         except DeadKernelError:
-            cell.outputs.append(_error("KernelDied", "the kernel died while running this cell "
-                                       "(os._exit, a crash, or too much memory); later cells ran in a fresh kernel"))
+            cell.outputs.append(error_output("KernelDied", "the kernel died while running this cell (os._exit, "
+                                             "a crash, or too much memory); later cells ran in a fresh kernel"))
             self._crashed.append(index)
-            self._mark_broken(cell, index)
-            self._server.expected_eof.add(index)
+            self._mark_broken(cell.source, index)
             self._recover(index)
             return cell, resources
         timed_out = any(o.get("ename") == "CellTimeoutError" for o in cell.outputs)
-        self._hung_once = self._hung_once or timed_out
         if timed_out:
-            self._mark_broken(cell, index)
-        if timed_out and not self._responsive():
-            self._hung.append(index)
-            self._server.expected_eof.add(index)
-            self._recover(index)
+            self._hung_once = True
+            self._mark_broken(cell.source, index)
+            if not self._responsive():
+                self._hang(cell, index, mark=False)
         return cell, resources
 
-    def _mark_broken(self, cell, index):
+    def _hang(self, cell, index, mark=True):
+        self._hung_once = True
+        self._hung.append(index)
+        if mark:
+            self._mark_broken(cell.source, index)
+        self._recover(index)
+
+    # ------------------------------------------------------------------ hidden tests
+
+    def _hidden_test_cell(self, cell, resources, index):
+        """Run the cell's visible part in the kernel, then the hidden test from here."""
+        name = self._plan.hidden[index]
+        original = cell.source
+        cell.source = split_hidden(original)[0]
+        try:
+            cell, resources = self._run_cell(cell, resources, index)
+        finally:
+            cell.source = original
+        if has_error(cell) or index in self._crashed or index in self._hung:
+            verdict = Verdict(name, False, "the visible part of this test cell failed", kind=NOT_RUN)
+        else:
+            verdict = self._hidden_test(name, index, cell)
+        self._completed.add(name)
+        self._notes.verdicts[grade_id(cell)] = verdict.as_dict()
+        if verdict.kind == REFUSED:
+            self._notes.flags.append(vars(Flag(verdict.message, index, grade_id(cell))))
+        return cell, resources
+
+    def _hidden_test(self, name, index, cell):
+        spec = spec_module.get(name)
+        cases = spec.cases()
+        batches, callbacks = plan_calls(spec, cases)
+        conversation = Conversation(spec, self._reference, batches, callbacks, self._completed)
+        session = KernelSession(self.kc, self.km)
+        started = monotonic()
+        timeout = min(self.hidden_test_timeout or self.timeout or 30, max(self._deadline - monotonic(), 1))
+        stopped = None
+        try:
+            run_sync(session.run)(conversation, timeout)
+        except StopTest as stop:
+            stopped = stop
+            if stop.kind == CRASHED:
+                self._crashed.append(index)
+                self._mark_broken(cell.source, index)
+                self._recover(index)
+            elif not run_sync(session.settle)(self.km):
+                # it ignored the interrupt (or the protocol broke): a fresh kernel goes on
+                if stop.kind == TIMEOUT:
+                    self._hung.append(index)
+                    self._hung_once = True
+                    self._mark_broken(cell.source, index)
+                self._recover(index)
+        verdict = decide(spec, self._reference, cases, conversation, stopped)
+        verdict.seconds = monotonic() - started
+        return verdict
+
+    # ------------------------------------------------------------------ crashes and hangs
+
+    def _mark_broken(self, source, index):
         """Remember the graded functions a cell that crashed or hung was using."""
-        self._crashing |= {name for name in self._plan.solutions if _mentions(cell.source, [name])}
+        self._crashing |= {name for name in self._plan.solutions if mentions(source, [name])}
         if self._plan.owner.get(index):
             self._crashing.add(self._plan.owner[index])
 
@@ -290,7 +280,7 @@ class GuardedExecute(Execute):
         meta = cell.metadata.get("nbgrader", {})
         if not self._crashing or meta.get("grade") or meta.get("solution") or meta.get("grade_id") == "setup":
             return False
-        return _mentions(cell.source, self._crashing)
+        return mentions(cell.source, self._crashing)
 
     def _responsive(self):
         """Does the kernel still run code? (It may have swallowed the interrupt and kept looping.)"""
@@ -320,14 +310,12 @@ class GuardedExecute(Execute):
                     original = self.nb.cells[j]
                     if original.cell_type != "code" or j in skip:
                         continue
-                    self._server.current = j
                     self.execute_cell(copy.deepcopy(original), j, store_history=True)
                     self.nb.cells[j] = original  # keep what the first run showed
                 return
             except DeadKernelError:
                 self.nb.cells[j] = original
                 self._crashed.append(j)
-                self._server.expected_eof.add(j)
 
     def output(self, outs, msg, display_id, cell_index):
         """Keep at most ``max_outputs`` outputs and ``max_stream_chars`` printed characters per cell."""
@@ -345,83 +333,8 @@ class GuardedExecute(Execute):
             return None
         return super().output(outs, msg, display_id, cell_index)
 
-    # ------------------------------------------------------------------ verdicts
-
-    def _settle(self, nb, resources):
-        plan, records = self._plan, list(self._server.records)
-        last_cell = self._server.current  # the kernel's channel closes when it shuts down after this cell
-        flags = []
-        for record in records:
-            kind, index = record["type"], record["cell"]
-            if kind == "flag":
-                flags.append({"cell": index, "why": record["message"].get("detail", ""),
-                              "functions": record["message"].get("functions", [])})
-            elif kind == "judge":
-                name = record["message"].get("request", {}).get("name")
-                if plan.hidden.get(index) != name:
-                    flags.append({"cell": index, "why": f"asked the judge about {name!r} outside its hidden test",
-                                  "functions": []})
-            elif kind == "eof" and index not in self._server.expected_eof and index != last_cell:
-                flags.append({"cell": index, "why": "closed the grader's guard channel", "functions": []})
-            elif kind == "malformed":
-                flags.append({"cell": index, "why": "sent a forged message to the grader", "functions": []})
-
-        unique = {}
-        for flag in flags:
-            unique.setdefault((flag["cell"], flag["why"]), flag)
-        flags = list(unique.values())
-        zeroed = set()
-        for flag in flags:
-            # Blame the function that reached out (the innermost submission frame), else the
-            # exercise whose cell was running, else every exercise of the notebook.
-            innermost = flag["functions"][0] if flag["functions"] else None
-            if innermost in plan.solutions:
-                zeroed.add(innermost)
-            elif plan.owner.get(flag["cell"]):
-                zeroed.add(plan.owner[flag["cell"]])
-            else:
-                zeroed |= set(plan.solutions)
-        for function in sorted(zeroed):
-            for index in plan.tests_of(function):
-                nb.cells[index].outputs.append(_error(
-                    "GradingIntegrityError", f"{function} scores 0: the submission used or looked for the "
-                    "instructor's hidden files or grading channel; it is flagged for review"))
-
-        for index, function in plan.hidden.items():
-            cell = nb.cells[index]
-            verdicts = [r["reply"] for r in records if r["type"] == "judge" and r["cell"] == index
-                        and r["message"].get("request", {}).get("name") == function]
-            if _has_error(cell) or index in self._late:
-                continue
-            if not verdicts:
-                cell.outputs.append(_error("HiddenTestNotRun", f"the hidden test of {function} never reached "
-                                           "the grader, so it cannot score"))
-            elif not verdicts[0].get("passed"):
-                cell.outputs.append(_error("HiddenTestFailure", verdicts[0].get("message", "failed")))
-
-        restoring = nb.metadata.get("attention_grading", {})
-        notes = {
-            "flags": flags,
-            "restored_cells": restoring.get("restored_cells", []),
-            "missing_answer_cells": restoring.get("missing_answer_cells", []),
-            "zeroed_exercises": sorted(zeroed),
-            "crashed_cells": [self._describe(nb, i) for i in self._crashed],
-            "hung_cells": [self._describe(nb, i) for i in self._hung],
-            "not_run_cells": [self._describe(nb, i) for i in self._late],
-            "skipped_cells": [self._describe(nb, i) for i in self._skipped],
-            "kernel_restarts": min(self._restarts, self.max_restarts),
-            "verdicts": {plan.hidden[r["cell"]]: r["reply"].get("passed") for r in records
-                         if r["type"] == "judge" and r["cell"] in plan.hidden
-                         and r["message"].get("request", {}).get("name") == plan.hidden[r["cell"]]},
-        }
-        resources.setdefault("attention_grading", {}).update(notes)
-        folder = (resources.get("metadata") or {}).get("path")
-        if folder and os.environ.get("NBGRADER_EXECUTION") == "autograde":
-            Path(folder, NOTES_FILE).write_text(json.dumps(notes, indent=2))
-
     @staticmethod
     def _describe(nb, index):
         cell = nb.cells[index]
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         first = cell.source.strip().splitlines()[0][:80] if cell.source.strip() else ""
-        return {"cell": index, "grade_id": grade_id, "starts_with": first}
+        return {"cell": index, "grade_id": grade_id(cell), "starts_with": first}

@@ -1,17 +1,17 @@
-"""The out-of-kernel half of a hidden test: rebuild the cases, run the reference, compare.
+"""Judge what a learner's function returned on the hidden cases: compare with the reference and
+explain the first difference, naming the catalogued mistake (as data) when the output matches it.
 
-Reads one JSON request on stdin (see ``hidden.check``) and writes a JSON verdict
-``{"passed": bool, "message": str, "cases": int}`` on stdout. It runs in a fresh
-interpreter, so nothing a submission did to its own kernel can change the verdict.
+Runs in the grader, never in the kernel. Its inputs are the cases the grader built and the
+results the kernel reported (``kernel_probe``: encoded values, exceptions, digests of the inputs
+after each call, warnings, measurements).
 """
-import json
-import sys
 import warnings
 
 import numpy as np
 
-from . import spec as spec_module
-from . import wire
+from . import kernel_probe
+from .results import MUTATED, PASSED, RAISED, WRONG, Verdict
+from .spec import Callback, Case, Mismatch
 
 
 def describe(value):
@@ -19,6 +19,8 @@ def describe(value):
         return f"an array of shape {value.shape} and dtype {value.dtype}"
     if isinstance(value, tuple):
         return f"a tuple of {len(value)} values"
+    if isinstance(value, list):
+        return f"a list of {len(value)} values (return a tuple or an array)"
     if value is None:
         return "None (did you forget to return?)"
     return repr(value)
@@ -42,12 +44,12 @@ def compare_arrays(what, mine, expected, spec, equal_nan=False):
         return f"{what} has dtype {mine.dtype}; the course works in float64 throughout."
     if np.isnan(mine).any() and not np.isnan(expected).any() and not equal_nan:
         where = tuple(int(i) for i in np.argwhere(np.isnan(mine))[0])
-        return (f"{what} contains NaN (first at index {where}). Large logits overflow exp() "
-                "unless you subtract the max first, and a fully masked row must give zeros, not 0/0.")
+        return f"{what} contains NaN (first at index {where}) where every expected value is a number."
     close = np.isclose(mine, expected, rtol=spec.rtol, atol=spec.atol, equal_nan=equal_nan)
     if not close.all():
         index = tuple(int(i) for i in np.argwhere(~close)[0])
-        error = float(np.nanmax(np.abs(np.where(close, 0.0, mine - expected))))
+        with np.errstate(all="ignore"):
+            error = float(np.nanmax(np.abs(np.where(close, 0.0, mine - expected))))
         return (f"{what} is off from the expected values by up to {error:.3g}; first at index "
                 f"{index}: yours {mine[index]:.6g}, expected {expected[index]:.6g}.")
     return None
@@ -68,12 +70,14 @@ def compare_outputs(spec, mine, expected, equal_nan=False):
 
 
 def likely_bug(spec, R, case, mine):
-    """The explanation of the first catalogued bug whose output equals the learner's."""
+    """The explanation of the first catalogued bug whose output equals the learner's, or None."""
     for bug in spec.bugs:
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
                 buggy = bug.output(R, *case.args, **case.kwargs)
+                if spec.adapt is not None:
+                    buggy = spec.adapt(buggy)
         except Exception:
             continue
         if compare_outputs(spec, mine, buggy, equal_nan=True) is None:
@@ -81,53 +85,74 @@ def likely_bug(spec, R, case, mine):
     return None
 
 
-def judge(request):
-    import attention_reference as R
-
-    spec = spec_module.get(request["name"])
-    cases = spec.cases()
+def expected_output(spec, R, case):
     reference = getattr(R, spec.name)
-    if len(request["results"]) != len(cases):
-        return {"passed": False, "cases": len(cases),
-                "message": "The hidden test did not run to completion; run the whole notebook again."}
-    for case, result, after in zip(cases, request["results"], request["after"]):
-        if "raised" in result:
-            return {"passed": False, "cases": len(cases),
-                    "message": f"On {case.label}, your {spec.name} raised {result['raised']}"}
-        mine = wire.decode(result["value"])
-        if spec.compare is not None:
-            problem = spec.compare(R, case, mine)
-        else:
-            problem = compare_outputs(spec, mine, reference(*case.args, **case.kwargs))
+    value = reference(*case.args, **case.kwargs)
+    return spec.adapt(value) if spec.adapt is not None else value
+
+
+def input_digests(case):
+    """Digests of a case's arguments as the kernel receives them (after the wire's round trip)."""
+    return [kernel_probe.digest(kernel_probe.decode(kernel_probe.encode(a)))
+            if isinstance(a, (np.ndarray, dict)) else None for a in case.args]
+
+
+def plain_case(case):
+    """The case with grader-side functions (``Callback``) unwrapped, for the reference and bugs."""
+    def plain(value):
+        return value.function if isinstance(value, Callback) else value
+    return Case(case.label, tuple(plain(a) for a in case.args), {k: plain(v) for k, v in case.kwargs.items()})
+
+
+def judge_case(spec, R, case, result):
+    """None when the learner's result on ``case`` is right, else (kind, message, diagnosis)."""
+    digests = input_digests(case)
+    case = plain_case(case)
+    if "raised" in result:
+        return RAISED, f"On {case.label}, your {spec.name} raised {result['raised']}", None
+    mine = kernel_probe.decode(result.get("value", {"other": "nothing"}))
+    try:
+        if spec.adapt is not None:
+            mine = spec.adapt(mine)
+    except Mismatch as exc:
+        return WRONG, f"On {case.label}: {exc}", None
+    hint = None
+    if spec.compare is not None:
+        problem = spec.compare(R, case, mine)
+        if isinstance(problem, tuple):         # (message, the mistake it names)
+            problem, hint = problem
+    else:
+        problem = compare_outputs(spec, mine, expected_output(spec, R, case))
+    if problem:
+        hint = hint or likely_bug(spec, R, case, mine)
+        message = f"On {case.label}: {problem}"
+        if hint and hint not in problem:
+            message += f" This is exactly what happens when {hint}."
+        return WRONG, message, hint
+    for position, (before, after) in enumerate(zip(digests, result.get("after") or [])):
+        if before is not None and after != before:
+            return MUTATED, (f"On {case.label}, your {spec.name} changed its argument number "
+                             f"{position + 1} in place. Work on a copy: inputs must never be mutated."), None
+    if spec.warnings_fail is not None and result.get("warnings"):
+        return WRONG, spec.warnings_fail(case.label, result["warnings"][0]), None
+    return None
+
+
+def judge(spec, R, cases, results, extra_results=()):
+    """The verdict on a learner's function from its results on every case (and extra calls)."""
+    for case, result in zip(cases, results):
+        failure = judge_case(spec, R, case, result)
+        if failure:
+            kind, message, diagnosis = failure
+            return Verdict(spec.name, False, message, kind=kind, cases=len(cases), case=case.label,
+                           diagnosis=diagnosis)
+    if len(results) < len(cases):
+        return Verdict(spec.name, False, "The hidden test did not run to completion.", kind=WRONG,
+                       cases=len(cases))
+    if spec.judge_extra is not None:
+        decoded = [dict(r, value=kernel_probe.decode(r["value"])) if "value" in r else r for r in extra_results]
+        problem = spec.judge_extra(R, decoded)
         if problem:
-            hint = likely_bug(spec, R, case, mine)
-            message = f"On {case.label}: {problem}"
-            if hint:
-                message += f" This is exactly what happens when {hint}."
-            return {"passed": False, "cases": len(cases), "message": message}
-        for position, (original, changed) in enumerate(zip(case.args, after)):
-            if changed is not None and isinstance(original, np.ndarray):
-                changed = wire.decode(changed)
-                if not (isinstance(changed, np.ndarray) and changed.shape == original.shape
-                        and np.array_equal(changed, original, equal_nan=True)):
-                    return {"passed": False, "cases": len(cases),
-                            "message": (f"On {case.label}, your {spec.name} changed its argument "
-                                        f"number {position + 1} in place. Work on a copy: inputs must "
-                                        "never be mutated.")}
-    if spec.judge_measurements is not None:
-        problem = spec.judge_measurements(request.get("measurements", {}))
-        if problem:
-            return {"passed": False, "cases": len(cases), "message": problem}
-    return {"passed": True, "cases": len(cases), "message": "all cases agree with the reference"}
-
-
-def main():
-    request = json.loads(sys.stdin.read())
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        verdict = judge(request)
-    sys.stdout.write(json.dumps(verdict))
-
-
-if __name__ == "__main__":
-    main()
+            return Verdict(spec.name, False, problem, kind=WRONG, cases=len(cases))
+    return Verdict(spec.name, True, f"{spec.name} agrees with the reference on {len(cases)} hidden cases.",
+                   kind=PASSED, cases=len(cases))

@@ -1,8 +1,10 @@
-"""What a hidden test checks for one graded function: its cases, tolerances and likely bugs.
+"""What a hidden test checks for one graded function: its cases, tolerances and likely mistakes.
 
-A ``Spec`` is imported by both sides: the kernel builds the cases and calls the learner's
-function on them; the judge builds the same cases again, runs the reference and compares.
-Specs never import the reference themselves; the judge hands it to ``Bug`` callables.
+Specs live in the grader only. The grader builds each ``Case``, sends its inputs into the
+learner's kernel as data (``kernel_probe``), and judges what comes back against the reference
+(``judge``). A case's arguments may name things that live in the kernel (``Learner``: one of
+the learner's functions) or in the grader (``Callback``: a function the grader evaluates when the
+kernel calls it, such as a loss for ``numerical_gradient``).
 """
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -10,13 +12,41 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 
+@dataclass(frozen=True)
+class Learner:
+    """A function of the learner's, by name: it is looked up in the kernel's namespace."""
+    name: str
+
+
+@dataclass(frozen=True)
+class Library:
+    """A function of the learner package (``attention_course``), called in the kernel."""
+    module: str
+    name: str
+
+
+@dataclass
+class Callback:
+    """A function evaluated by the grader whenever the kernel calls it (it never enters the kernel)."""
+    function: Callable
+
+
 @dataclass
 class Case:
     """One call of the graded function: ``fn(*args, **kwargs)``, described for a learner."""
-
     label: str
     args: tuple
     kwargs: dict = field(default_factory=dict)
+
+
+@dataclass
+class Call:
+    """One extra call made for a measurement (see ``Spec.extra_calls``)."""
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    target: Any = None           # default: the spec's target
+    memory: bool = False         # measure the peak memory it allocates (tracemalloc)
+    warnings: bool = False       # record the RuntimeWarnings it raises
 
 
 @dataclass
@@ -25,9 +55,12 @@ class Bug:
 
     When a wrong answer equals this bug's output on the failing case, the diagnosis says so.
     """
-
     explanation: str
     output: Callable[..., Any]
+
+
+class Mismatch(Exception):
+    """Raised by ``Spec.adapt`` when a return value has the wrong form (its message says how)."""
 
 
 @dataclass
@@ -40,14 +73,27 @@ class Spec:
     rtol: float = 1e-7
     atol: float = 1e-9
     bugs: tuple = ()
-    # Optional hooks: measure something in the kernel (e.g. peak memory) and judge it.
-    measure: Optional[Callable[[Callable], dict]] = None
-    judge_measurements: Optional[Callable[[dict], Optional[str]]] = None
-    # Optional replacement for the value comparison of one case: (R, case, learner_out) -> message or None.
+    # What the kernel calls: the learner's function of this name unless said otherwise.
+    target: Any = None
+    # The learner's return value into the form compared (e.g. a dict into a tuple), or Mismatch.
+    adapt: Optional[Callable[[Any], Any]] = None
+    # Replacement for the value comparison of one case: (R, case, learner_out) -> message or None.
     compare: Optional[Callable[..., Optional[str]]] = None
+    # Case calls record RuntimeWarnings; a right answer that warned fails with this message.
+    warnings_fail: Optional[Callable[[str, str], str]] = None
+    # Measurements: more calls (built by the grader), judged together once every case passed.
+    extra_calls: Optional[Callable[[], list]] = None
+    judge_extra: Optional[Callable[..., Optional[str]]] = None
     # Earlier graded functions this one may call: during the check, those names in the learner's
-    # namespace point at correct implementations, so a mistake there costs points only there.
+    # namespace are stand-ins the grader answers with the reference, so a mistake there costs
+    # points only there.
     substitutes: tuple = ()
+    # The learner's functions whose namespaces the substitution must reach besides the notebook's.
+    learner_functions: tuple = ()
+
+    def __post_init__(self):
+        if self.target is None:
+            self.target = Learner(self.name)
 
 
 REGISTRY: dict = {}
@@ -68,5 +114,5 @@ def get(name):
 
 
 def rng(seed):
-    """Every case generator draws from its own seeded generator, so both sides agree."""
+    """Every case generator draws from its own seeded generator."""
     return np.random.default_rng(seed)

@@ -1,14 +1,15 @@
 """A warm parent for grading kernels: imports the heavy libraries once, then forks a kernel per notebook.
 
-Started by ``forked_kernels.Zygote`` as ``python -m attention_grading.zygote <fd>``, with the
-environment the kernels would get. Each request (one JSON line on the socket ``fd``) names a
-kernel's arguments, environment and working directory; the zygote forks, the child becomes
-``python -m ipykernel_launcher <arguments>`` in a new session, and the zygote answers with the
-child's pid. A real ipykernel runs in every child: only the imports are shared, copy-on-write.
+Started by ``kernels.Zygote`` as ``python zygote.py <fd>``. Each request (one JSON line on the
+socket ``fd``) names a kernel's arguments, environment and working directory, and the sandbox
+policy it must run under. The zygote forks the kernel into its sandbox (``sandbox.spawn``: PID 1
+of fresh namespaces, limits, no privileges, Landlock, seccomp), where the child becomes
+``python -m ipykernel_launcher <arguments>``; the zygote answers with the kernel's pid and
+whether it bound its sockets. A real ipykernel runs in every child: only the imports are
+shared, copy-on-write.
 
-Imported here: only the standard library, ipykernel and the scientific stack. Nothing of the
-course or of the grader is imported, so a kernel starts with the same modules it would have
-after a cold start, minus the time.
+Imported before the first fork: the standard library, ipykernel, the scientific stack and the
+sandbox code; nothing of the course, the reference or the hidden tests.
 """
 import importlib
 import json
@@ -34,6 +35,7 @@ PRELOAD = (
 
 
 _STARTUP_PATH0 = sys.path[0] if sys.path else None
+_GRADING_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # instructor/grading
 
 
 def preload():
@@ -47,27 +49,23 @@ def preload():
         sys.modules["matplotlib.font_manager"].fontManager  # noqa: B018  (builds the font list once)
 
 
-def become_kernel(request, channel, ready_fd):
-    """In the forked child: turn into ``python -m ipykernel_launcher`` as the request says.
-
-    ``ready_fd`` is written once the kernel has bound its sockets, so that the grader connects
-    to listening ports (a client that connects too early waits for ZeroMQ's reconnect timer).
-    """
+def become_kernel(request, status_fd):
+    """In the forked child (already in its sandbox, or set up by ``plain_child``): become
+    ``python -m ipykernel_launcher`` as the request says; ``ready`` goes on ``status_fd`` once the
+    kernel has bound its sockets, so that the grader connects to listening ports."""
     try:
-        os.close(channel.detach())
         os.setsid()  # its own process group: the grader interrupts and kills it as a group
-        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+        for signum in (signal.SIGCHLD, signal.SIGHUP):
             signal.signal(signum, signal.SIG_DFL)
+        # PID 1 of a namespace ignores a signal it does not handle: end on a terminate request.
+        signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
-        cwd = request["cwd"]
-        os.chdir(cwd)
-        os.environ.clear()
-        os.environ.update(request["env"])
         if sys.path and sys.path[0] == _STARTUP_PATH0:
             del sys.path[0]  # as ipykernel_launcher does; the kernel adds its own directory back
+        sys.path[:] = [p for p in sys.path if p != _GRADING_DIR]
+        for name in [m for m in sys.modules if m.startswith(("attention_grading", "__zygote"))]:
+            del sys.modules[name]
+        _forget_cached_folders()
         import ipykernel_launcher
 
         sys.argv = [ipykernel_launcher.__file__, *request["argv"]]
@@ -77,8 +75,8 @@ def become_kernel(request, channel, ready_fd):
 
         app = IPKernelApp.instance()       # what launch_new_instance does, with a signal between
         app.initialize(request["argv"])
-        os.write(ready_fd, b"1")
-        os.close(ready_fd)
+        os.write(status_fd, b"ready\n")
+        os.close(status_fd)
         app.start()
         code = 0
     except SystemExit as exc:
@@ -96,6 +94,51 @@ def become_kernel(request, channel, ready_fd):
             os._exit(code if isinstance(code, int) else 1)
 
 
+def _forget_cached_folders():
+    """matplotlib caches its config and cache folders: the kernel's own (in its environment)
+    must be used, not the zygote's."""
+    matplotlib = sys.modules.get("matplotlib")
+    for name in ("get_configdir", "get_cachedir"):
+        getattr(getattr(matplotlib, name, None), "cache_clear", lambda: None)()
+
+
+def plain_child(request, channel, status_w):
+    """Without a sandbox (the instructor turned it off): a forked kernel as before."""
+    os.close(channel.detach())
+    prctl_pdeathsig()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    become_kernel(request, status_w)
+
+
+def prctl_pdeathsig():
+    from attention_grading.sandbox._libc import PR_SET_PDEATHSIG, prctl
+
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def spawn(request, channel):
+    """Fork one kernel for ``request``; (pid, status line)."""
+    from attention_grading.sandbox.policy import Policy
+    from attention_grading.sandbox.spawn import fork_sandboxed
+
+    if request.get("policy"):
+        policy = Policy.from_json(request["policy"])
+        return fork_sandboxed(policy, lambda fd: become_kernel(request, fd), close=[channel.fileno()])
+    status_r, status_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(status_r)
+        plain_child(request, channel, status_w)
+    os.close(status_w)
+    with os.fdopen(status_r, "rb") as status:
+        return pid, status.readline().decode(errors="replace").strip()
+
+
 def serve(fd):
     channel = socket.socket(fileno=fd)
     reader = channel.makefile("r", encoding="utf-8")
@@ -108,19 +151,18 @@ def serve(fd):
             request = json.loads(line)
         except ValueError:
             continue
-        ready_r, ready_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(ready_r)
-            become_kernel(request, channel, ready_w)
-        os.close(ready_w)
-        with os.fdopen(ready_r, "rb") as ready:
-            bound = ready.read(1) == b"1"   # b"" if the child died first
-        channel.sendall((json.dumps({"pid": pid, "bound": bound}) + "\n").encode())
+        try:
+            pid, status = spawn(request, channel)
+        except Exception as exc:      # the grader hears why, and starts this kernel cold
+            pid, status = 0, f"error: {type(exc).__name__}: {exc}"
+        channel.sendall((json.dumps({"pid": pid, "status": status}) + "\n").encode())
 
 
 def _zygote_requests():
     fd = int(sys.argv[1])
+    # The sandbox code, found from this file (the zygote runs as a script, not a package).
+    sys.path.append(_GRADING_DIR)
+    import attention_grading.sandbox.spawn  # noqa: F401
     preload()
     serve(fd)
 

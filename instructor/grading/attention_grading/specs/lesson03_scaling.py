@@ -2,7 +2,8 @@
 ``scaled_dot_product_attention``."""
 import numpy as np
 
-from ..spec import Bug, Case, Spec, register, rng
+from ..judge import describe
+from ..spec import Bug, Call, Case, Spec, register, rng
 
 # ------------------------------------------------------------------ dot_product_variance
 #
@@ -10,8 +11,8 @@ from ..spec import Bug, Case, Spec, register, rng
 # once, loop, or use ddof=1. So each case only asks for a float within 5 standard errors of
 # d_k. For x = qᵀk with q, k standard normal in d_k dimensions, E[x²] = d_k and
 # E[x⁴] = 3 d_k² + 6 d_k, so the sample variance of n draws has standard error
-# sqrt((2 d_k² + 6 d_k) / n). Determinism for a seed and dependence on it are measured in the
-# kernel (``measure``), where the learner's function can be called more than once.
+# sqrt((2 d_k² + 6 d_k) / n). Determinism for a seed and dependence on it are judged from four
+# more calls (``determinism_calls``).
 
 WITHIN = 5.0
 
@@ -67,47 +68,32 @@ def compare_variance(R, case, mine):
         for expected, why in _VARIANCE_MISTAKES:
             target = expected(d_k)
             if abs(mine - target) <= max(WITHIN * se, 0.05 * abs(target)) and abs(target - d_k) > WITHIN * se:
-                return message + f" This is what happens when {why}."
+                return message + f" This is what happens when {why}.", why
     return message
 
 
-def measure_variance(fn):
-    """In the kernel: the type returned, determinism for a seed, and dependence on the seed."""
-    from ..quiet import call_quietly
-
-    try:
-        first = call_quietly(fn, 8, n_samples=3_000, seed=5)
-        again = call_quietly(fn, 8, n_samples=3_000, seed=5)
-        positional = call_quietly(fn, 8, 3_000, 5)
-        other = call_quietly(fn, 8, n_samples=3_000, seed=6)
-    except Exception as exc:  # the learner's bug, reported by judge_variance
-        return {"raised": f"{type(exc).__name__}: {exc}"[:300]}
-
-    def number(value):
-        try:
-            return float(value)
-        except Exception:
-            return None
-
-    return {"type": type(first).__name__,
-            "is_float": isinstance(first, (float, np.floating)),
-            "first": number(first), "again": number(again),
-            "positional": number(positional), "other": number(other)}
+def determinism_calls():
+    """Four more calls: the same seed twice, by keyword and by position, and another seed."""
+    return [Call((8,), {"n_samples": 3_000, "seed": 5}), Call((8,), {"n_samples": 3_000, "seed": 5}),
+            Call((8, 3_000, 5)), Call((8,), {"n_samples": 3_000, "seed": 6})]
 
 
-def judge_variance(m):
-    if "raised" in m:
-        return f"dot_product_variance(8, n_samples=3_000, seed=5) raised {m['raised']}"
-    if not m.get("is_float"):
-        return (f"dot_product_variance returned a {m.get('type')}; it should return a float "
+def judge_variance(R, results):
+    """Why the four determinism calls fail, or None."""
+    if any("raised" in r for r in results):
+        raised = next(r["raised"] for r in results if "raised" in r)
+        return f"dot_product_variance(8, n_samples=3_000, seed=5) raised {raised}"
+    first, again, positional, other = (r["value"] for r in results)
+    if not isinstance(first, float):
+        return (f"dot_product_variance returned {describe(first)}; it should return a float "
                 "(a Python float or a NumPy float64): wrap the result in float(...).")
-    if m["first"] != m["again"]:
+    if first != again:
         return ("Two calls with seed=5 gave different variances. Draw every random number from "
                 "np.random.default_rng(seed), so that the seed fixes the result.")
-    if m["first"] != m["positional"]:
+    if first != positional:
         return ("dot_product_variance(8, 3_000, 5) and dot_product_variance(8, n_samples=3_000, seed=5) "
                 "differ: keep the parameter order (d_k, n_samples, seed).")
-    if m["first"] == m["other"]:
+    if first == other:
         return ("seed=5 and seed=6 gave exactly the same variance: the seed argument is ignored. "
                 "Create the generator with np.random.default_rng(seed).")
     return None
@@ -127,8 +113,8 @@ register(Spec(
     cases=variance_cases,
     outputs=("variance",),
     compare=compare_variance,
-    measure=measure_variance,
-    judge_measurements=judge_variance,
+    extra_calls=determinism_calls,
+    judge_extra=judge_variance,
     bugs=(
         Bug("it returns the mean of qᵀk instead of its variance",
             lambda R, *a, **k: _variance_with(R, *a, **k, statistic=np.mean)),

@@ -2,19 +2,20 @@
 and the outcome of training (``trained_model``).
 
 The model is the one the lesson describes (``attention_reference.capstone``). Bugs are built
-by the reference itself (``forward_mistake`` and friends), so this module, which the learner's
-kernel imports, holds no solution. Two hidden cells pass a wrapper instead of the bare function:
+by the reference itself (``forward_mistake`` and friends). Two tests go beyond one call per case:
 
-- ``flat_backward(model_backward)``: the (loss, grads dict) result as a flat tuple of arrays
-  (the wire carries arrays, not dicts), and a check that ``params`` was not changed in place;
-- ``retrain(model_backward, adam_step)``: trains a fresh model with the learner's two functions
-  (``attention_course.capstone.fit``, fixed seed and step count) and returns its parameters; the
-  judge regenerates a held-out set and evaluates those parameters with the *reference* forward
-  pass, so neither the data nor the accuracy comes from the kernel.
+- ``model_backward``: its (loss, grads dict) is compared as a flat tuple (``flatten_backward``),
+  and a gradient check of the learner's own loss (``gradient_check_calls``, judged by
+  ``judge_gradient_check``) must agree with its gradients;
+- ``trained_model``: the kernel runs the learner package's ``fit`` with the learner's
+  ``model_backward`` and ``adam_step`` (fixed seed and step count); the grader evaluates the
+  parameters it returns on fresh held-out questions with the *reference* forward pass, so
+  neither the data nor the accuracy comes from the kernel.
 """
 import numpy as np
 
-from ..spec import Bug, Case, Spec, register, rng
+from ..judge import compare_arrays, describe
+from ..spec import Bug, Call, Case, Learner, Library, Mismatch, Spec, register, rng
 
 PARAM_NAMES = ("E_name", "E_attr", "W_Q", "W_K", "W_V", "W_out")
 GRAD_NAMES = tuple("d" + k for k in PARAM_NAMES)
@@ -122,42 +123,25 @@ register(Spec(
 
 # ---------------------------------------------------------------- model_backward
 
-def flat_backward(model_backward):
-    """The learner's ``model_backward`` as a function returning a flat tuple of arrays."""
-
-    def model_backward_flat(params, batch, **flags):
-        before = {k: np.array(v, copy=True) for k, v in params.items()}
-        result = model_backward(params, batch, **flags)
-        if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)):
-            raise TypeError("model_backward should return a pair (loss, grads) with grads a dict "
-                            f"keyed like params, but it returned a {type(result).__name__}")
-        loss, grads = result
-        missing = [k for k in PARAM_NAMES if k not in grads]
-        if missing:
-            raise KeyError(f"grads has no entry for {', '.join(missing)}")
-        for k in PARAM_NAMES:
-            if not np.array_equal(before[k], np.asarray(params[k])):
-                raise ValueError(f"model_backward changed params[{k!r}] in place; work on copies")
-        try:
-            loss = np.atleast_1d(np.asarray(loss, dtype=np.float64))   # the wire sends 0-d as (1,)
-        except (TypeError, ValueError):
-            raise TypeError(f"the loss should be a number, not a {type(loss).__name__}") from None
-        return (loss, *(grads[k] for k in PARAM_NAMES))
-
-    model_backward_flat.learner_functions = (model_backward,)   # for Spec.substitutes
-    return model_backward_flat
+def flatten_backward(result):
+    """``model_backward``'s (loss, grads) as a flat tuple (loss, dE_name, ..., dW_out), or Mismatch."""
+    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)):
+        raise Mismatch("model_backward should return a pair (loss, grads) with grads a dict keyed "
+                       f"like params, but it returned {describe(result)}.")
+    loss, grads = result
+    missing = [k for k in PARAM_NAMES if k not in grads]
+    if missing:
+        raise Mismatch(f"grads has no entry for {', '.join(missing)}.")
+    if not isinstance(loss, (float, int, np.ndarray)):
+        raise Mismatch(f"the loss should be a number, not {describe(loss)}.")
+    return (np.atleast_1d(np.asarray(loss, dtype=np.float64)), *(grads[k] for k in PARAM_NAMES))
 
 
 def _backward_bug(mistake):
-    def output(R, params, batch, **flags):
-        loss, grads = _capstone(R).backward_mistake(mistake, params, batch, **flags)
-        return (np.atleast_1d(np.asarray(loss, dtype=np.float64)), *(grads[k] for k in PARAM_NAMES))
-    return output
+    return lambda R, params, batch, **flags: _capstone(R).backward_mistake(mistake, params, batch, **flags)
 
 
 def _compare_backward(R, case, mine):
-    from ..judge import compare_arrays, describe
-
     spec = BACKWARD_SPEC
     if not isinstance(mine, tuple) or len(mine) != len(spec.outputs):
         return f"model_backward should return (loss, grads), but the grader received {describe(mine)}."
@@ -180,48 +164,54 @@ def _compare_backward(R, case, mine):
     return None
 
 
-def _own_gradient_check(fn):
-    """In the kernel: central differences of the learner's own loss against its gradients.
+GRADIENT_CHECK_STEP = 1e-5
 
-    Every call goes through ``call_quietly``: a warning or stderr must not fail a right answer.
-    """
-    from ..quiet import call_quietly
 
+def gradient_check_calls():
+    """The learner's own loss at params ± h in every entry (and the analytic gradients), for
+    central differences of it: 2 weightings × (1 + 2 × 45 entries) calls, made in one batch."""
     g = rng(777)
     params = _params(g, 4, 3, 3, 2, 2, 3)
     batch = _random_batch(g, 2, 3, 4, 3, 3, graded=1.0)
-    errors = {}
+    calls = []
+    for weighting in ("softmax", "raw"):
+        calls.append(Call((params, batch), {"weighting": weighting}))
+        for name in PARAM_NAMES:
+            for index in np.ndindex(*params[name].shape):
+                for sign in (1.0, -1.0):
+                    shifted = params[name].astype(np.float64)
+                    shifted[index] += sign * GRADIENT_CHECK_STEP
+                    calls.append(Call(({**params, name: shifted}, batch), {"weighting": weighting}))
+    return calls
+
+
+def judge_gradient_check(R, results):
+    """Central differences of the learner's own loss against its own gradients."""
+    if any("raised" in r for r in results):
+        return ("The gradient check of your model_backward could not run: it raised "
+                f"{next(r['raised'] for r in results if 'raised' in r)}")
     try:
-        for weighting in ("softmax", "raw"):
-            analytic = call_quietly(fn, params, batch, weighting=weighting)
-            for index, name in enumerate(PARAM_NAMES):
-                x = np.array(params[name], dtype=np.float64)
-                numeric = np.zeros_like(x)
-                for i in np.ndindex(*x.shape):
-                    for sign in (1.0, -1.0):
-                        probe = dict(params)
-                        shifted = x.copy()
-                        shifted[i] += sign * 1e-5
-                        probe[name] = shifted
-                        loss = np.asarray(call_quietly(fn, probe, batch, weighting=weighting)[0]).reshape(-1)[0]
-                        numeric[i] += sign * float(loss) / 2e-5
-                mine = np.asarray(analytic[1 + index], dtype=np.float64)
-                scale = max(np.linalg.norm(mine), np.linalg.norm(numeric))
-                error = 0.0 if scale == 0 else float(np.linalg.norm(mine - numeric) / scale)
-                errors[f"{name} ({weighting})"] = error
-    except Exception as exc:                                  # reported by the judge
-        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
-    return {"relative_errors": errors}
-
-
-def _judge_own_gradient_check(measurements):
-    if "error" in measurements:
-        return f"The gradient check of your model_backward could not run: {measurements['error']}"
-    errors = measurements.get("relative_errors", {})
-    if not errors:
-        return "The gradient check of your model_backward did not run."
+        values = [flatten_backward(r["value"]) for r in results]
+    except Mismatch as exc:
+        return f"The gradient check of your model_backward could not run: {exc}"
+    shapes = [a.shape for a in values[0][1:]]
+    errors, position = {}, 0
+    for weighting in ("softmax", "raw"):
+        analytic = values[position]
+        position += 1
+        for index, name in enumerate(PARAM_NAMES):
+            mine = np.asarray(analytic[1 + index], dtype=np.float64)
+            numeric = np.zeros(shapes[index])
+            for entry in np.ndindex(*shapes[index]):
+                plus, minus = values[position][0].reshape(-1)[0], values[position + 1][0].reshape(-1)[0]
+                numeric[entry] = (plus - minus) / (2 * GRADIENT_CHECK_STEP)
+                position += 2
+            if mine.shape != numeric.shape:
+                return f"Your grads[{name!r}] has shape {mine.shape}, not the shape {numeric.shape} of params[{name!r}]."
+            scale = max(np.linalg.norm(mine), np.linalg.norm(numeric))
+            errors[f"{name} ({weighting})"] = 0.0 if scale == 0 else float(np.linalg.norm(mine - numeric) / scale)
     worst = max(errors, key=errors.get)
-    if errors[worst] > 1e-6:
+    if not errors[worst] <= 1e-6:
         return (f"Your gradients disagree with central differences of your own loss: relative error "
                 f"{errors[worst]:.2e} for {worst} (it should be below 1e-6).")
     return None
@@ -234,8 +224,9 @@ BACKWARD_SPEC = Spec(
     rtol=1e-7,
     atol=1e-10,
     compare=_compare_backward,
-    measure=_own_gradient_check,
-    judge_measurements=_judge_own_gradient_check,
+    adapt=flatten_backward,
+    extra_calls=gradient_check_calls,
+    judge_extra=judge_gradient_check,
     substitutes=("model_forward",),   # a backward pass may reuse the forward pass
     bugs=(
         Bug("the gradient of the logits is not divided by the number of graded positions "
@@ -304,25 +295,24 @@ register(Spec(
 
 # ---------------------------------------------------------------- the outcome of training
 
-def retrain(model_backward, adam_step):
-    """A function of (seed, steps) that trains a fresh model with the learner's two functions."""
-
-    def trained_model(seed, steps):
-        from attention_course import capstone as task
-
-        params = task.fit(model_backward, adam_step, task.init_params(seed),
-                          task.make_data(4096, seed + 1), steps, lr=OUTCOME_LR,
-                          batch_size=OUTCOME_BATCH, seed=seed)
-        return tuple(params[k] for k in PARAM_NAMES)
-
-    trained_model.learner_functions = (model_backward, adam_step)   # for Spec.substitutes
-    return trained_model
-
-
 def outcome_cases():
-    return [Case(f"a fresh model trained for {OUTCOME_STEPS} Adam steps (seed {OUTCOME_SEED}, lr "
-                 f"{OUTCOME_LR}, batch {OUTCOME_BATCH}) with your model_backward and adam_step",
-                 (OUTCOME_SEED, OUTCOME_STEPS))]
+    """One call of the learner package's ``fit`` with the learner's two functions: a fresh model,
+    trained in the kernel, whose parameters the grader then evaluates on held-out questions."""
+    from attention_course import capstone as task
+
+    return [Case(f"a fresh model trained for {OUTCOME_STEPS} Adam steps (lr {OUTCOME_LR}, batch "
+                 f"{OUTCOME_BATCH}) with your model_backward and adam_step",
+                 (Learner("model_backward"), Learner("adam_step"), task.init_params(OUTCOME_SEED),
+                  task.make_data(4096, OUTCOME_SEED + 1), OUTCOME_STEPS),
+                 {"lr": OUTCOME_LR, "batch_size": OUTCOME_BATCH, "seed": OUTCOME_SEED})]
+
+
+def trained_parameters(params):
+    """fit's result (a dict of parameters) as the tuple the outcome is judged on, or Mismatch."""
+    if not isinstance(params, dict) or any(k not in params for k in PARAM_NAMES):
+        raise Mismatch("training did not produce the six parameters: adam_step must return "
+                       "(p_new, m_new, v_new) and model_backward (loss, grads).")
+    return tuple(params[k] for k in PARAM_NAMES)
 
 
 def _judge_outcome(R, case, mine):
@@ -330,7 +320,7 @@ def _judge_outcome(R, case, mine):
 
     forward = _capstone(R).model_forward
     cross_entropy = _capstone(R).cross_entropy
-    expected = task.init_params(case.args[0])
+    expected = task.init_params(OUTCOME_SEED)
     if not isinstance(mine, tuple) or len(mine) != len(PARAM_NAMES):
         return "The trained model should be the six parameter arrays; the grader received something else."
     for name, value in zip(PARAM_NAMES, mine):
@@ -362,6 +352,8 @@ register(Spec(
     name="trained_model",
     cases=outcome_cases,
     outputs=PARAM_NAMES,
+    target=Library("attention_course.capstone", "fit"),
+    adapt=trained_parameters,
     compare=_judge_outcome,
     substitutes=("model_forward",),
 ))

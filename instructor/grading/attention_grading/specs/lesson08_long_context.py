@@ -1,12 +1,15 @@
 """Hidden tests of lesson 08: ``tiled_attention`` (values on awkward cases, and peak memory)."""
 import numpy as np
 
-from ..spec import Bug, Case, Spec, register, rng
+from ..judge import describe
+from ..spec import Bug, Call, Case, Spec, register, rng
 
-# The memory check: one call at this size must stay under a tenth of one float64 score matrix.
-MEMORY_T, MEMORY_D, MEMORY_BLOCK = 4096, 64, 64
-SCORE_MATRIX_BYTES = MEMORY_T * MEMORY_T * 8                 # 134 MB
-MEMORY_LIMIT_BYTES = SCORE_MATRIX_BYTES // 10                # 13.4 MB
+# The memory check: peak memory at two lengths; from the first to the second (4 times longer) it
+# must grow less than MAX_GROWTH times (like T: about 4; like T²: 16), whatever the constant
+# (a copy of Q, K and V is harmless).
+MEMORY_LENGTHS, MEMORY_D, MEMORY_BLOCK = (1024, 4096), 64, 64
+MAX_GROWTH = 8.0
+SCORE_MATRIX_BYTES = MEMORY_LENGTHS[-1] ** 2 * 8            # 134 MB at T = 4096
 SPOT_ROWS = (0, 1, 63, 64, 777, 2048, 4095)                  # rows checked against a direct softmax
 
 
@@ -143,76 +146,58 @@ BUGS = (
 )
 
 
-# ---------------------------------------------------------------- in-kernel memory measurement
+# ---------------------------------------------------------------- memory that grows like T, not T²
 
-def measure_peak_memory(fn):
-    """Call ``fn`` at T = 4096, d = 64, block 64 (full and causal) under tracemalloc, in the kernel.
-
-    Returns, per mode, the peak bytes allocated during the call (inputs made beforehand are not
-    counted) and the largest error on a few rows recomputed directly, so a function cannot pass
-    the memory check by returning something cheap that is wrong.
-    """
-    import tracemalloc
-
-    from ..quiet import call_quietly
-
+def memory_calls():
+    """The function at two lengths (full and causal), its peak memory measured in the kernel."""
     g = rng(808)
-    Q, K, V = (g.standard_normal((MEMORY_T, MEMORY_D)) for _ in range(3))
-    report = {}
-    for mode, causal in (("full", False), ("causal", True)):
-        entry = {}
-        was_tracing = tracemalloc.is_tracing()
-        if not was_tracing:
-            tracemalloc.start()
-        try:
-            base = tracemalloc.get_traced_memory()[0]
-            tracemalloc.reset_peak()
-            O = call_quietly(fn, Q, K, V, block_size=MEMORY_BLOCK, causal=causal)
-            if not tracemalloc.is_tracing():
-                entry["problem"] = "the function stopped tracemalloc, so its memory cannot be measured."
-            else:
-                entry["peak"] = int(tracemalloc.get_traced_memory()[1] - base)
-        except Exception as exc:  # the learner's error, reported by the judge
-            entry["problem"] = f"it raised {type(exc).__name__}: {exc}"[:400]
-            O = None
-        finally:
-            if not was_tracing and tracemalloc.is_tracing():
-                tracemalloc.stop()
-        if O is not None and "problem" not in entry:
-            if not isinstance(O, np.ndarray) or O.shape != (MEMORY_T, MEMORY_D):
-                entry["problem"] = (f"it returned {type(O).__name__} of shape {getattr(O, 'shape', None)}, "
-                                    f"not an array of shape ({MEMORY_T}, {MEMORY_D}).")
-            else:
-                errors = []
-                for i in SPOT_ROWS:
-                    n = i + 1 if causal else MEMORY_T
-                    s = K[:n] @ Q[i] / np.sqrt(MEMORY_D)                   # (n,)
-                    w = np.exp(s - s.max())
-                    errors.append(np.abs(O[i] - (w / w.sum()) @ V[:n]).max())
-                error = float(np.max(errors))
-                entry["error"] = error if np.isfinite(error) else 1e300
-        report[mode] = entry
-    return report
+    calls = []
+    for T in MEMORY_LENGTHS:
+        Q, K, V = (g.standard_normal((T, MEMORY_D)) for _ in range(3))
+        for causal in (False, True):
+            calls.append(Call((Q, K, V), {"block_size": MEMORY_BLOCK, "causal": causal}, memory=True))
+    return calls
 
 
-def judge_peak_memory(measurements):
-    """Why the measured memory (or the spot-checked rows) fail, in plain words, or None."""
-    for mode, label in (("full", "causal=False"), ("causal", "causal=True")):
-        entry = measurements.get(mode)
-        where = f"At T = {MEMORY_T}, d = {MEMORY_D}, block_size = {MEMORY_BLOCK} ({label})"
-        if not entry:
-            return f"{where} the memory measurement did not run; run the whole notebook again."
-        if "problem" in entry:
-            return f"{where} {entry['problem']}"
-        if entry.get("error", 1e300) > 1e-9:
-            return (f"{where} your output differs from attention computed directly by up to "
-                    f"{entry['error']:.3g} on some rows.")
-        if entry["peak"] >= MEMORY_LIMIT_BYTES:
-            return (f"{where} your tiled_attention allocated up to {entry['peak'] / 1e6:.1f} MB at its "
-                    f"peak, but it must stay under {MEMORY_LIMIT_BYTES / 1e6:.1f} MB, a tenth of the "
-                    f"{SCORE_MATRIX_BYTES / 1e6:.0f} MB one full float64 score matrix takes. Never build "
-                    "a T × T array (scores, weights or a causal mask), and avoid copying Q, K and V: "
-                    "work on one block of keys (and of queries) at a time.")
+def _spot_error(Q, K, V, O, causal):
+    """Largest error of ``O`` on a few rows recomputed directly (a cheap output cannot pass)."""
+    errors = []
+    for i in SPOT_ROWS:
+        n = i + 1 if causal else len(K)
+        s = K[:n] @ Q[i] / np.sqrt(Q.shape[-1])                   # (n,)
+        w = np.exp(s - s.max())
+        errors.append(np.abs(O[i] - (w / w.sum()) @ V[:n]).max())
+    error = float(np.max(errors))
+    return error if np.isfinite(error) else float("inf")
+
+
+def judge_memory(R, results):
+    """Peak memory must grow about like T (×4 from T = 1024 to 4096), not like T² (×16)."""
+    calls = memory_calls()
+    peaks = {}
+    for call, result in zip(calls, results):
+        T, causal = call.args[0].shape[0], call.kwargs["causal"]
+        where = f"At T = {T}, d = {MEMORY_D}, block_size = {MEMORY_BLOCK} (causal={causal})"
+        if "raised" in result:
+            return f"{where} your tiled_attention raised {result['raised']}"
+        O = result["value"]
+        if not isinstance(O, np.ndarray) or O.shape != (T, MEMORY_D):
+            return f"{where} it returned {describe(O)}, not an array of shape ({T}, {MEMORY_D})."
+        if T == MEMORY_LENGTHS[-1] and _spot_error(*call.args, O, causal) > 1e-9:
+            return f"{where} your output differs from attention computed directly on some rows."
+        if result.get("peak") is None:
+            return f"{where} the function stopped tracemalloc, so its memory cannot be measured."
+        peaks[T, causal] = max(result["peak"], 1)
+    small, large = MEMORY_LENGTHS
+    for causal in (False, True):
+        growth = peaks[large, causal] / peaks[small, causal]
+        if growth > MAX_GROWTH or peaks[large, causal] > SCORE_MATRIX_BYTES // 2:
+            return (f"From T = {small} to T = {large} (causal={causal}), the peak memory of your "
+                    f"tiled_attention grows from {peaks[small, causal] / 1e6:.1f} MB to "
+                    f"{peaks[large, causal] / 1e6:.1f} MB, {growth:.1f} times for 4 times the length: "
+                    f"memory that grows like T² (×16). At T = {large} one full float64 score matrix "
+                    f"takes {SCORE_MATRIX_BYTES / 1e6:.0f} MB. Never build a T × T array (scores, "
+                    "weights or a causal mask): work on one block of keys (and of queries) at a time.")
     return None
 
 
@@ -223,6 +208,6 @@ register(Spec(
     rtol=1e-7,
     atol=1e-10,
     bugs=BUGS,
-    measure=measure_peak_memory,
-    judge_measurements=judge_peak_memory,
+    extra_calls=memory_calls,
+    judge_extra=judge_memory,
 ))

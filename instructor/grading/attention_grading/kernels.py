@@ -1,15 +1,13 @@
-"""Grading kernels forked from a warm parent instead of started cold.
+"""Grading kernels: sandboxed, and forked from a warm parent instead of started cold.
 
-A cold ``python -m ipykernel_launcher`` spends most of a second importing IPython, numpy and
-matplotlib before it runs the first cell, and grading starts one kernel per notebook. Here a
-``zygote`` process (one per grading process and environment) does those imports once; every
-kernel is a fork of it that then starts ipykernel as usual, in its own session, with the
-environment and working directory jupyter_client asked for. Interrupts, kills, restarts and
-crash detection work as with a cold kernel (see ``ForkedProcess``).
-
-``ForkingKernelManager`` is a jupyter_client ``AsyncKernelManager`` whose provisioner forks;
-``GuardedExecute`` uses it unless ``GuardedExecute.fork_kernels = False``. Anything the zygote
-cannot serve (another kernel command, a zygote that died) falls back to a cold start.
+Every kernel runs in the operating-system sandbox of ``sandbox`` (unless an instructor turned it
+off explicitly), described per kernel by a ``SandboxRequest`` that ``GuardedExecute`` hangs on
+the kernel manager. A cold ``python -m ipykernel_launcher`` spends most of a second importing
+IPython, numpy and matplotlib; here a ``zygote`` process (one per grading process and
+environment) does those imports once, and each kernel is a fork of it that enters its sandbox
+and then starts ipykernel as usual. Interrupts, kills, restarts and crash detection work as with
+a cold kernel (see ``ForkedProcess``). With ``GuardedExecute.fork_kernels = False``, or when the
+zygote cannot serve, kernels start cold through ``sandbox/launch.py``, in the same sandbox.
 """
 import atexit
 import json
@@ -18,6 +16,7 @@ import select
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -33,10 +32,15 @@ from jupyter_client.provisioning.local_provisioner import LocalPortCache
 from jupyter_core.utils import ensure_async
 from traitlets import default
 
+from . import sandbox
+
 ZYGOTE_SCRIPT = Path(__file__).with_name("zygote.py")
 # What a Python process reads while it imports: kernels forked from one zygote must agree on it.
 IMPORT_TIME_PREFIXES = ("PYTHON", "MPL", "LD_", "OPENBLAS_", "OMP_", "MKL_", "VIRTUAL_ENV")
 IMPORT_TIME_NAMES = ("HOME", "PATH", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "TMPDIR")
+# Graders run one kernel per core; oversubscribed BLAS threads slow matrix products badly.
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+LAUNCH_SCRIPT = Path(__file__).parent / "sandbox" / "launch.py"
 START_TIMEOUT = 120
 # jupyter_client picks a kernel's ports by binding and releasing them; until the kernel binds them
 # again, any process on the machine may take one (jupyter/jupyter_client#154). A kernel that could
@@ -74,16 +78,18 @@ class Zygote:
     def alive(self):
         return self.process.poll() is None
 
-    def spawn(self, argv, env, cwd):
-        """(pid, bound): the kernel's pid, and whether it got as far as binding its sockets."""
-        request = json.dumps({"argv": list(argv), "env": dict(env), "cwd": str(cwd)})
+    def spawn(self, argv, env, cwd, policy=None):
+        """(pid, status): the kernel's pid and ``ready`` once it has bound its sockets, or
+        ``error: ...`` (its sandbox could not be set up), or "" (it died first)."""
+        request = json.dumps({"argv": list(argv), "env": dict(env), "cwd": str(cwd),
+                              "policy": policy.to_json() if policy is not None else None})
         with self._lock:
             self._sock.sendall((request + "\n").encode("utf-8"))
             line = self._reader.readline()
         if not line:
             raise RuntimeError("the kernel zygote closed its channel")
         reply = json.loads(line)
-        return int(reply["pid"]), bool(reply.get("bound"))
+        return int(reply["pid"]), str(reply.get("status", ""))
 
     def close(self):
         try:
@@ -93,10 +99,20 @@ class Zygote:
             self.process.kill()
 
 
-def zygote_for(cmd, env):
-    """The zygote serving this kernel command and environment, started on first use; or None."""
+def zygote_environment():
+    """The zygote's own environment: the grader's, without anything that would put grading code
+    on the import path of the kernels forked from it (they get their own environment)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
+    env.update({k: "1" for k in BLAS_THREADS})
+    env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    return env
+
+
+def zygote_for(cmd):
+    """The zygote serving this kernel command, started on first use; or None."""
     if len(cmd) < 3 or list(cmd[1:3]) != ["-m", "ipykernel_launcher"]:
         return None
+    env = zygote_environment()
     key = _fingerprint(cmd[0], env)
     with _zygotes_lock:
         zygote = _zygotes.get(key)
@@ -174,33 +190,84 @@ class ForkedProcess:
         self.send_signal(signal.SIGTERM)
 
 
-class ForkingProvisioner(LocalProvisioner):
-    """jupyter_client's local provisioner, launching through a zygote when it can."""
+class SandboxRequest:
+    """What ``GuardedExecute`` asks of one notebook's kernels: their scratch folder, the files
+    they start with, the paths that must stay out of their view, their limits (``None`` on the
+    kernel manager: no sandbox, only when the instructor asked for that)."""
+
+    def __init__(self, scratch, seed=None, protected=(), limits=None, account=None):
+        self.scratch, self.seed, self.protected = scratch, seed, list(protected)
+        self.limits, self.account = limits, account
+
+    def policy(self, ports, requested_env, connection_file):
+        root = os.path.join(self.scratch, "sandbox")
+        env = sandbox.kernel_environment(requested_env, root)
+        env.update({k: "1" for k in BLAS_THREADS})
+        env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+        return sandbox.make(self.scratch, ports, env, seed=self.seed, readable=[connection_file],
+                            protected=self.protected, account=self.account, limits=self.limits)
+
+    def describe(self):
+        """How these kernels are confined, in one line (for grading notes and the report)."""
+        who = (f"uid {self.account[0]} (account {sandbox.account.ACCOUNT})" if self.account
+               else "uid 0 without capabilities")
+        return (f"sandboxed: {who}, no_new_privs, Landlock (files, TCP, signals), seccomp, PID/mount/IPC "
+                f"namespaces, rlimits, {sandbox.limits.cgroup_summary()}")
+
+
+class SandboxedProvisioner(LocalProvisioner):
+    """jupyter_client's local provisioner: every kernel in its sandbox, forked from a zygote
+    when it can be, else started cold through the sandbox launcher."""
 
     async def launch_kernel(self, cmd, **kwargs):
+        km = self.parent
+        request = getattr(km, "sandbox_request", None)
         env = dict(kwargs.get("env") or os.environ)
-        try:
-            zygote = zygote_for(cmd, env)
-        except Exception as exc:
-            self.log.warning("no kernel zygote (%s): starting the kernel cold", exc)
-            zygote = None
-        if zygote is None:
-            return await super().launch_kernel(cmd, **kwargs)
+        policy = self._policy(request, env)
+        zygote = None
+        if getattr(km, "fork_kernels", True):
+            try:
+                zygote = zygote_for(cmd)
+            except Exception as exc:
+                self.log.warning("no kernel zygote (%s): starting the kernel cold", exc)
+        if zygote is not None:
+            try:
+                return await self._fork(zygote, cmd, env, kwargs, policy, request)
+            except KernelSandboxError:
+                raise
+            except Exception as exc:
+                self.log.warning("the kernel zygote failed (%s): starting the kernel cold", exc)
+        if policy is not None:
+            policy_file = os.path.join(request.scratch, "policy.json")
+            with open(policy_file, "w") as fh:
+                fh.write(policy.to_json())
+            cmd = [sys.executable, "-I", str(LAUNCH_SCRIPT), policy_file, "--", *cmd]
+            kwargs = dict(kwargs, env=policy.env, cwd=request.scratch)
+        return await super().launch_kernel(cmd, **kwargs)
+
+    def _policy(self, request, env):
+        if request is None:
+            return None
+        return request.policy(self._ports(), env, self.parent.connection_file)
+
+    def _ports(self):
+        km = self.parent
+        return [getattr(km, name) for name in port_names if getattr(km, name, 0)]
+
+    async def _fork(self, zygote, cmd, env, kwargs, policy, request):
         cwd = kwargs.get("cwd") or os.getcwd()
-        # As jupyter_client's launcher does, name the parent, so an orphaned kernel exits.
-        env["JPY_PARENT_PID"] = str(zygote.process.pid)
-        argv = [*cmd[3:], f"--IPKernelApp.parent_handle={zygote.process.pid}"]
-        try:
-            for attempt in range(1, BIND_ATTEMPTS + 1):
-                pid, bound = zygote.spawn(argv, env, cwd)
-                if bound or attempt == BIND_ATTEMPTS or self.parent.transport != "tcp":
-                    break
-                self.log.warning("the kernel could not bind its ports (attempt %d of %d): "
-                                 "starting it again on fresh ports", attempt, BIND_ATTEMPTS)
-                self._fresh_ports(env)
-        except Exception as exc:
-            self.log.warning("the kernel zygote failed (%s): starting the kernel cold", exc)
-            return await super().launch_kernel(cmd, **kwargs)
+        argv = list(cmd[3:])
+        for attempt in range(1, BIND_ATTEMPTS + 1):
+            pid, status = zygote.spawn(argv, policy.env if policy else env, cwd, policy)
+            if status.startswith("error"):
+                raise KernelSandboxError(status.removeprefix("error: "))
+            if status == "ready" or attempt == BIND_ATTEMPTS or self.parent.transport != "tcp":
+                break
+            self.log.warning("the kernel could not bind its ports (attempt %d of %d): "
+                             "starting it again on fresh ports", attempt, BIND_ATTEMPTS)
+            self._fresh_ports(env)
+            if request is not None:
+                policy = self._policy(request, env)
         self.process = ForkedProcess(pid)
         self.pid = pid
         self.pgid = pid  # the child calls setsid(); until it has, signals fall back to the pid
@@ -216,6 +283,10 @@ class ForkingProvisioner(LocalProvisioner):
         km._connection_file_written = False
         km.write_connection_file(jupyter_session=env.get("JPY_SESSION_NAME", ""))
         self.connection_info = km.get_connection_info()
+
+
+class KernelSandboxError(RuntimeError):
+    """A kernel's sandbox could not be set up (the message says why)."""
 
 
 class QuickReadyClient(AsyncKernelClient):
@@ -259,9 +330,12 @@ class QuickReadyClient(AsyncKernelClient):
     wait_for_ready = _async_wait_for_ready   # AsyncKernelClient binds the name to the base method
 
 
-class ForkingKernelManager(AsyncKernelManager):
-    """An ``AsyncKernelManager`` whose kernels are forked from a zygote (and whose clients are
-    ``QuickReadyClient``)."""
+class SandboxedKernelManager(AsyncKernelManager):
+    """An ``AsyncKernelManager`` whose kernels are sandboxed (``sandbox_request``), forked from a
+    zygote unless ``fork_kernels`` is False, and whose clients are ``QuickReadyClient``."""
+
+    sandbox_request = None   # set by GuardedExecute before the kernel starts
+    fork_kernels = True
 
     @default("client_factory")
     def _quick_ready_client(self):
@@ -275,6 +349,6 @@ class ForkingKernelManager(AsyncKernelManager):
     async def _async_pre_start_kernel(self, **kw):
         self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
         if self.provisioner is None:
-            self.provisioner = ForkingProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec,
-                                                  parent=self)
+            self.provisioner = SandboxedProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec,
+                                                    parent=self)
         return await super()._async_pre_start_kernel(**kw)

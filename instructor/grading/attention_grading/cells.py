@@ -1,0 +1,89 @@
+"""The roles of a lesson notebook's cells, read from their nbgrader metadata: the one place that
+knows which cell is an answer, a test, a hidden test, and which graded function a test belongs to.
+
+Works on nbformat nodes and on plain JSON dicts alike.
+"""
+import re
+
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+HIDDEN_CHECK = re.compile(r"""check\(\s*["']([A-Za-z_][A-Za-z0-9_]*)["']""")
+
+
+def _source(cell):
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def role(cell):
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def grade_id(cell):
+    return role(cell).get("grade_id")
+
+
+def is_code(cell):
+    return cell.get("cell_type") == "code"
+
+
+def is_solution_code(cell):
+    """An answer cell holding a graded function."""
+    return is_code(cell) and bool(role(cell).get("solution"))
+
+
+def is_test(cell):
+    """A graded test cell (visible part and, maybe, hidden tests)."""
+    return is_code(cell) and bool(role(cell).get("grade")) and not role(cell).get("solution")
+
+
+def is_written_answer(cell):
+    """A manually graded answer (markdown, or code graded by hand)."""
+    meta = role(cell)
+    return bool(meta.get("grade")) and bool(meta.get("solution"))
+
+
+def split_hidden(source):
+    """(the part a learner sees, the hidden block) of a test cell's source."""
+    if HIDDEN_BEGIN not in source:
+        return source, ""
+    visible, rest = source.split(HIDDEN_BEGIN, 1)
+    return visible, rest.split(HIDDEN_END, 1)[0]
+
+
+def hidden_test_name(cell):
+    """The check a test cell's hidden block runs (``check("softmax")``), or None."""
+    if not is_test(cell):
+        return None
+    match = HIDDEN_CHECK.search(split_hidden(_source(cell))[1])
+    return match.group(1) if match else None
+
+
+class CellPlan:
+    """Indices of a notebook's cells by role, and the graded function each test belongs to."""
+
+    def __init__(self, cells):
+        self.solutions, self.owner, self.hidden, self.tests, self.written = {}, {}, {}, [], []
+        self.grade_ids = {}
+        current = None
+        for index, cell in enumerate(cells):
+            if grade_id(cell):
+                self.grade_ids[index] = grade_id(cell)
+            if is_solution_code(cell) and not role(cell).get("grade"):
+                current = grade_id(cell)
+                self.solutions[current] = index
+                self.owner[index] = current
+            elif is_test(cell):
+                self.tests.append(index)
+                self.owner[index] = current
+                name = hidden_test_name(cell)
+                if name:
+                    self.hidden[index] = name
+            elif is_written_answer(cell):
+                self.written.append(index)
+
+    def tests_of(self, function):
+        return [i for i in self.tests if self.owner.get(i) == function]
+
+    def exercise_of_checks(self):
+        """{grade_id of a test cell: the graded function it follows}."""
+        return {self.grade_ids[i]: self.owner.get(i) for i in self.tests}

@@ -1,0 +1,286 @@
+"""Run one hidden test from the grader: cases in, outputs out, verdict decided here.
+
+``Conversation`` is the grader's half of ``kernel_probe``: it hands out the calls (one case at a
+time, so a hang or a crash is pinned on its case), collects the results and answers the
+kernel's stand-ins: a substitute (an earlier graded function, computed with the reference) only
+while the test of a function that may call it runs and only once that function's own test is
+over, a callback only for its own test; each within limits on the number of requests and on the
+size of their inputs, so that no submission can make the grader compute something huge.
+
+``run_in_kernel`` speaks to a live kernel over its stdin channel (``KernelSession``);
+``run_locally`` serves the same conversation in-process (the instructor's own kernel, outside
+grading: ``hidden.check``).
+"""
+import asyncio
+import itertools
+import json
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import zmq
+
+from . import kernel_probe
+from .judge import judge
+from .results import CRASHED, REFUSED, TIMEOUT, Verdict
+from .spec import Call, Callback, Learner, Library
+
+PROBE_SOURCE = Path(kernel_probe.__file__).read_text()
+PROBE_CODE = (f"exec(compile({PROBE_SOURCE + chr(10) + 'main()' + chr(10)!r}, '<grader probe>', 'exec'), "
+              f"{{'__name__': '__attention_probe__'}})")
+MAX_REQUESTS = 20_000          # substitute and callback calls per hidden test
+MAX_ELEMENTS = 1 << 16         # numbers in the inputs of one such call
+MAX_AXIS = 512                 # length of any axis of those inputs
+MAX_INTEGER = 4096             # an integer argument (a length T, say)
+MAX_MESSAGE_BYTES = 256 << 20  # any message from a kernel (the grader's memory per notebook)
+
+
+class StopTest(Exception):
+    """The hidden test stopped early: ``kind`` (timeout, crashed, refused) at call ``index``."""
+
+    def __init__(self, kind, index, detail=""):
+        super().__init__(detail)
+        self.kind, self.index, self.detail = kind, index, detail
+
+
+# ------------------------------------------------------------------ what the kernel is asked
+
+def wire_argument(value, callbacks):
+    """Encode an argument for the kernel; grader-side functions become callback ids."""
+    if isinstance(value, Learner):
+        return {"learner": value.name}
+    if isinstance(value, Library):
+        return {"library": [value.module, value.name]}
+    if isinstance(value, Callback):
+        key = f"callback-{len(callbacks)}"
+        callbacks[key] = value.function
+        return {"callback": key}
+    return kernel_probe.encode(value)
+
+
+def wire_call(target, args, kwargs, callbacks, memory=False, record_warnings=False):
+    return {"target": wire_argument(target, callbacks),
+            "args": [wire_argument(a, callbacks) for a in args],
+            "kwargs": {k: wire_argument(v, callbacks) for k, v in kwargs.items()},
+            "options": {"memory": memory, "warnings": record_warnings}}
+
+
+def plan_calls(spec, cases):
+    """(batches of wire calls, callbacks): one batch per case, then one of the extra calls."""
+    callbacks = {}
+    batches = [[wire_call(spec.target, case.args, case.kwargs, callbacks,
+                          record_warnings=spec.warnings_fail is not None)] for case in cases]
+    extra = spec.extra_calls() if spec.extra_calls else []
+    if extra:
+        batches.append([wire_call(c.target or spec.target, c.args, c.kwargs, callbacks,
+                                  memory=c.memory, record_warnings=c.warnings)
+                        for c in extra if isinstance(c, Call)])
+    return batches, callbacks
+
+
+# ------------------------------------------------------------------ the grader's answers
+
+def _too_big(values):
+    """Why these inputs are too large for the grader to compute on, or None."""
+    total = 0
+    for value in values:
+        if isinstance(value, (tuple, list)):
+            problem = _too_big(value)
+            if problem:
+                return problem
+        elif isinstance(value, dict):
+            problem = _too_big(list(value.values()))
+            if problem:
+                return problem
+        elif isinstance(value, np.ndarray):
+            if any(n > MAX_AXIS for n in value.shape):
+                return f"an input has an axis longer than {MAX_AXIS}"
+            total += value.size
+        elif isinstance(value, (int, np.integer)) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
+            return f"an integer input is larger than {MAX_INTEGER}"
+        elif isinstance(value, kernel_probe.Opaque):
+            return f"an input is {value.description}, which the grader cannot receive"
+    if total > MAX_ELEMENTS:
+        return f"the inputs hold more than {MAX_ELEMENTS} numbers"
+    return None
+
+
+class Conversation:
+    """The grader's side of one hidden test (see the module docstring)."""
+
+    def __init__(self, spec, reference, batches, callbacks, completed):
+        self.spec, self.reference = spec, reference
+        self.batches, self.callbacks = batches, callbacks
+        self.completed = set(completed)
+        self.results, self.next_batch, self.requests = [], 0, 0
+        self.started = self.finished = False
+
+    @property
+    def calls_done(self):
+        return sum(len(b) for b in self.results)
+
+    def reply(self, message):
+        op = message.get("op") if isinstance(message, dict) else None
+        if op == "ready" and not self.started:
+            self.started = True
+            return {"substitutes": list(self.spec.substitutes),
+                    "globals_of": list(self.spec.learner_functions), **self._next()}
+        if op == "results" and self.started and self.next_batch > len(self.results):
+            results = message.get("results")
+            if not isinstance(results, list) or len(results) != len(self.batches[len(self.results)]):
+                raise StopTest(REFUSED, self.calls_done, "the kernel sent results that do not match the calls")
+            self.results.append(results)
+            return self._next()
+        if op in ("substitute", "callback") and self.started:
+            return self._answer(op, message)
+        raise StopTest(REFUSED, self.calls_done, f"the kernel sent an unexpected request ({str(op)[:40]})")
+
+    def _next(self):
+        if self.next_batch < len(self.batches):
+            self.next_batch += 1
+            return {"calls": self.batches[self.next_batch - 1]}
+        self.finished = True
+        return {"stop": True}
+
+    def _answer(self, op, message):
+        key = message.get("key")
+        self.requests += 1
+        if self.requests > MAX_REQUESTS:
+            return {"error": f"the grader answers at most {MAX_REQUESTS} such calls in one hidden test"}
+        if op == "substitute":
+            if key not in self.spec.substitutes:
+                return {"error": f"{key} is not available here"}
+            if key not in self.completed:
+                return {"error": f"a correct {key} is lent only after the hidden test of {key} itself"}
+            function = getattr(self.reference, key)
+        else:
+            function = self.callbacks.get(key)
+            if function is None:
+                return {"error": "unknown callback"}
+        args = [kernel_probe.decode(a) for a in message.get("args", [])]
+        kwargs = {str(k): kernel_probe.decode(v) for k, v in dict(message.get("kwargs", {})).items()}
+        problem = _too_big(args + list(kwargs.values()))
+        if problem:
+            return {"error": f"the grader does not compute {key} on these inputs: {problem}"}
+        before = [a.copy() if isinstance(a, np.ndarray) else None for a in args]
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                value = function(*args, **kwargs)
+        except Exception as exc:
+            return {"error": f"{key} raised {type(exc).__name__}: {exc}"[:300]}
+        after = [kernel_probe.encode(a) if b is not None and not np.array_equal(a, b, equal_nan=True) else None
+                 for a, b in zip(args, before)]
+        return {"value": kernel_probe.encode(value), "after": after}
+
+
+# ------------------------------------------------------------------ transports
+
+class KernelSession:
+    """Run ``kernel_probe`` in a live kernel (one execute request) and serve its stdin requests."""
+
+    def __init__(self, kernel_client, kernel_manager):
+        self.kc, self.km = kernel_client, kernel_manager
+        for channel in (self.kc.stdin_channel, self.kc.shell_channel, self.kc.iopub_channel):
+            channel.socket.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+
+    async def run(self, conversation, timeout):
+        """Serve until the probe's execute reply arrives; StopTest on a timeout or a dead kernel."""
+        self.msg_id = msg_id = self.kc.execute(PROBE_CODE, silent=False, store_history=False, allow_stdin=True,
+                                 stop_on_error=False)
+        deadline = time.monotonic() + timeout
+        poller = zmq.asyncio.Poller()
+        stdin, shell, iopub = (self.kc.stdin_channel.socket, self.kc.shell_channel.socket,
+                               self.kc.iopub_channel.socket)
+        for socket in (stdin, shell, iopub):
+            poller.register(socket, zmq.POLLIN)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise StopTest(TIMEOUT, conversation.calls_done)
+            events = dict(await poller.poll(int(min(left, 1.0) * 1000)))
+            if not events:
+                if not await _alive(self.km):
+                    raise StopTest(CRASHED, conversation.calls_done)
+                continue
+            if iopub in events:
+                await self.kc.iopub_channel.get_msg(timeout=0)      # outputs of the probe: dropped
+            if stdin in events:
+                request = await self.kc.stdin_channel.get_msg(timeout=0)
+                prompt = request.get("content", {}).get("prompt", "")
+                if not prompt.startswith(kernel_probe.MAGIC):
+                    self.kc.input("")       # the learner's own input(): an empty answer
+                    continue
+                try:
+                    message = json.loads(prompt[len(kernel_probe.MAGIC):])
+                except ValueError:
+                    raise StopTest(REFUSED, conversation.calls_done, "the kernel sent a malformed request") from None
+                self.kc.input(json.dumps(conversation.reply(message)))
+            if shell in events:
+                reply = await self.kc.shell_channel.get_msg(timeout=0)
+                if reply.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                if conversation.finished:
+                    return
+                content = reply.get("content", {})
+                detail = (f"{content.get('ename', 'Error')}: {content.get('evalue', '')}"[:300]
+                          if content.get("status") != "ok" else "the kernel ended the test early")
+                raise StopTest(REFUSED, conversation.calls_done, detail)
+
+    async def settle(self, km, seconds=5.0):
+        """After a stop: interrupt the probe and wait for its reply; False if the kernel does not
+        answer (it ignores interrupts, or is gone), so that the caller replaces it."""
+        if not await _alive(km):
+            return False
+        await _maybe_await(km.interrupt_kernel())
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                if await self.kc.stdin_channel.msg_ready():
+                    await self.kc.stdin_channel.get_msg(timeout=0)
+                    self.kc.input(json.dumps({"error": "the grader stopped this hidden test"}))
+                    continue
+                reply = await self.kc.shell_channel.get_msg(timeout=min(left, 0.2))
+            except Exception:      # queue.Empty: nothing yet
+                continue
+            if reply.get("parent_header", {}).get("msg_id") == self.msg_id:
+                return True
+        return False
+
+
+async def _maybe_await(value):
+    return await value if asyncio.iscoroutine(value) else value
+
+
+async def _alive(km):
+    result = km.is_alive()
+    return await result if asyncio.iscoroutine(result) else result
+
+
+def run_locally(spec, reference, namespace, completed=()):
+    """The hidden test in this process: the learner's functions are looked up in ``namespace``."""
+    cases = spec.cases()
+    batches, callbacks = plan_calls(spec, cases)
+    conversation = Conversation(spec, reference, batches, callbacks, completed or spec.substitutes)
+    kernel_probe.serve(namespace, conversation.reply)
+    return decide(spec, reference, cases, conversation)
+
+
+def decide(spec, reference, cases, conversation, stopped=None):
+    """The verdict, from the results gathered (and how the test stopped, if it stopped early)."""
+    results = [batch[0] for batch in conversation.results[:len(cases)]]
+    if stopped is not None:
+        index = min(stopped.index, len(cases) - 1)
+        label = cases[index].label if stopped.index < len(cases) else "the measurement calls"
+        # A wrong answer before the stop is the more useful message.
+        early = judge(spec, reference, cases[:len(results)], results) if results else None
+        if early is not None and not early.passed:
+            return early
+        message = {TIMEOUT: f"On {label}, your {spec.name} did not finish in the time the grader allows.",
+                   CRASHED: f"On {label}, the kernel died while running your {spec.name} "
+                            "(os._exit, a crash, or too much memory).",
+                   REFUSED: f"The hidden test of {spec.name} could not be run: {stopped.detail}"}[stopped.kind]
+        return Verdict(spec.name, False, message, kind=stopped.kind, cases=len(cases), case=label)
+    extra = list(itertools.chain.from_iterable(conversation.results[len(cases):]))
+    return judge(spec, reference, cases, results, extra)

@@ -1,0 +1,152 @@
+"""What is in ``submitted/``: the submissions to grade and what is wrong with the rest.
+
+Layout (nbgrader's): ``submitted/<student>/<lesson>/<lesson>.ipynb``. ``scan`` only reads; every
+file it cannot grade is named, with its student and why, as a ``Problem``.
+"""
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .course import lesson_ids
+
+IGNORED_NAMES = {".ipynb_checkpoints", "__pycache__", ".DS_Store"}
+
+
+@dataclass
+class Unit:
+    student: str
+    lesson: str
+    notebook: Path
+
+
+@dataclass
+class Problem:
+    """Something wrong with what a learner handed in. ``fatal``: that unit was not graded."""
+    student: str
+    lesson: str
+    path: str
+    message: str
+    fatal: bool = True
+
+    def __str__(self):
+        kind = "NOT GRADED" if self.fatal else "note"
+        where = f"{self.student} / {self.lesson}" if self.lesson else (self.student or "submitted/")
+        return f"[{kind}] {where}: {self.path}: {self.message}"
+
+
+def check_notebook(path):
+    """Why ``path`` is not a readable notebook, or None."""
+    import nbformat
+
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if not raw.strip():
+        return "is an empty file, not a notebook (was the upload interrupted?)"
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "is not a notebook: it is not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        return f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); it is not a readable notebook"
+    if not isinstance(data, dict) or "cells" not in data:
+        return "is JSON but not a Jupyter notebook (no 'cells')"
+    try:
+        nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
+        nbformat.validate(nb)
+    except Exception as exc:  # nbformat raises several kinds
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"is not a valid notebook ({first[:200]})"
+    return None
+
+
+def scan(root, lessons, students=None):
+    """Units to grade and problems found, from ``<root>/submitted``; never writes there."""
+    root = Path(root)
+    submitted = root / "submitted"
+    all_lessons = set(lesson_ids(root))
+    units, problems = [], []
+    if not submitted.is_dir():
+        return units, problems
+    for entry in sorted(submitted.iterdir()):
+        rel = entry.relative_to(root)
+        if entry.name in IGNORED_NAMES:
+            continue
+        if not entry.is_dir():
+            problems.append(Problem("", "", str(rel),
+                                    "extra file ignored: submissions go in submitted/<student>/<lesson>/<lesson>.ipynb",
+                                    fatal=False))
+            continue
+        student = entry.name
+        if students and student not in students:
+            continue
+        for item in sorted(entry.iterdir()):
+            rel = item.relative_to(root)
+            if item.name in IGNORED_NAMES:
+                continue
+            if not item.is_dir():
+                message = "extra file ignored: a submission is a folder named after its lesson"
+                if item.suffix == ".ipynb":
+                    message = (f"notebook outside a lesson folder ignored: it should be "
+                               f"submitted/{student}/<lesson>/<lesson>.ipynb")
+                problems.append(Problem(student, "", str(rel), message, fatal=False))
+                continue
+            lesson = item.name
+            if lesson not in all_lessons:
+                problems.append(Problem(student, lesson, str(rel),
+                                        f"not a lesson of this course (lessons: {', '.join(sorted(all_lessons))}); ignored",
+                                        fatal=False))
+                continue
+            if lesson not in lessons:
+                continue
+            expected = item / f"{lesson}.ipynb"
+            others = [p for p in sorted(item.iterdir())
+                      if p != expected and p.name not in IGNORED_NAMES and p.name != "timestamp.txt"]
+            other_notebooks = [p for p in others if p.suffix == ".ipynb"]
+            for extra in others:
+                if extra in other_notebooks:
+                    if expected.exists():
+                        message = f"extra notebook ignored: only {lesson}.ipynb is graded"
+                    else:
+                        continue
+                else:
+                    message = "extra file, not graded (nbgrader copies it next to the graded notebook)"
+                problems.append(Problem(student, lesson, str(extra.relative_to(root)), message, fatal=False))
+            if not expected.is_file():
+                if other_notebooks:
+                    names = ", ".join(p.name for p in other_notebooks)
+                    problems.append(Problem(
+                        student, lesson, str(other_notebooks[0].relative_to(root)),
+                        f"notebook under the wrong name ({names}): nbgrader grades only "
+                        f"{lesson}.ipynb; rename it and grade again"))
+                else:
+                    problems.append(Problem(student, lesson, str(rel),
+                                            f"no notebook: expected {lesson}.ipynb in this folder"))
+                continue
+            why = check_notebook(expected)
+            if why:
+                problems.append(Problem(student, lesson, str(expected.relative_to(root)),
+                                        f"malformed notebook: it {why}"))
+                continue
+            units.append(Unit(student, lesson, expected))
+    return units, problems
+
+
+def submission_files(folder):
+    """{relative path: bytes} of every file handed in (what a grading job carries)."""
+    folder = Path(folder)
+    files = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and not path.is_symlink() and not (set(path.relative_to(folder).parts) & IGNORED_NAMES):
+            files[str(path.relative_to(folder))] = path.read_bytes()
+    return files
+
+
+def content_hash(files):
+    """One sha256 of a set of files (names and bytes): what decides whether grading is needed."""
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+    return digest.hexdigest()

@@ -1,0 +1,251 @@
+"""The only grading code that ever runs in a learner's kernel: call a function, report what it did.
+
+The grader sends this file's text into the kernel for each hidden test (nothing is imported from
+the grading package there, which the kernel cannot even read). It asks the grader, over the
+kernel's own stdin channel, for calls to make: which learner function (or learner-package
+function) to call on which inputs. It returns each call's output, whether the call changed its
+inputs, and the warnings or memory the grader asked it to watch. Earlier graded functions that the
+tested one may call are replaced, for the duration, by stand-ins that ask the grader too (the
+grader computes them outside and decides whether to answer). Nothing here knows a case, a seed,
+an expected value or the reference: a kernel that tampers with this code can only misreport its
+own outputs, which it chose anyway.
+
+Also imported by the grader for the wire format (``encode``, ``decode``, ``digest``): JSON with
+base64 arrays, never pickle, so that nothing a kernel sends can run code in the grader.
+"""
+import base64
+import hashlib
+import importlib
+import json
+import numbers
+import sys
+import time
+import warnings
+
+import numpy as np
+
+MAGIC = "attention-probe/1 "
+
+
+# ------------------------------------------------------------------ the wire format
+
+def encode(value):
+    """Arrays, tuples/lists, dicts of str keys, scalars and None; anything else is described."""
+    if isinstance(value, np.ndarray):
+        data = np.ascontiguousarray(value)
+        if data.dtype.kind not in "biuf":
+            return {"other": f"an array of dtype {data.dtype}"}
+        return {"array": base64.b64encode(data.tobytes()).decode("ascii"),
+                "dtype": data.dtype.str, "shape": list(data.shape)}
+    if isinstance(value, (tuple, list)):
+        return {"sequence": [encode(v) for v in value], "kind": type(value).__name__}
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"mapping": {k: encode(v) for k, v in value.items()}}
+    if isinstance(value, (bool, np.bool_)):
+        return {"scalar": bool(value), "type": "bool"}
+    if isinstance(value, (numbers.Integral, np.integer)):
+        return {"scalar": int(value), "type": type(value).__name__}
+    if isinstance(value, (numbers.Real, np.floating)) and not isinstance(value, complex):
+        return {"scalar": float(value), "type": type(value).__name__}
+    if value is None:
+        return {"none": True}
+    return {"other": type(value).__name__}
+
+
+def decode(blob, resolve=None):
+    """Inverse of ``encode``; ``resolve`` turns ``{"learner": name}`` or ``{"callback": id}``
+    references into objects (the kernel's functions, or stand-ins); unknown things become Opaque."""
+    if not isinstance(blob, dict):
+        return Opaque("malformed")
+    if "array" in blob:
+        dtype = np.dtype(blob["dtype"])
+        if dtype.kind not in "biuf" or dtype.hasobject:
+            return Opaque(f"array of dtype {dtype}")
+        raw = base64.b64decode(blob["array"])
+        shape = tuple(int(n) for n in blob["shape"])
+        return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+    if "sequence" in blob:
+        items = [decode(v, resolve) for v in blob["sequence"]]
+        return items if blob.get("kind") == "list" else tuple(items)
+    if "mapping" in blob:
+        return {str(k): decode(v, resolve) for k, v in blob["mapping"].items()}
+    if "scalar" in blob:
+        kind = blob.get("type", "")
+        if kind == "bool":
+            return bool(blob["scalar"])
+        if isinstance(blob["scalar"], int) and not isinstance(blob["scalar"], bool):
+            return int(blob["scalar"])
+        return float(blob["scalar"])
+    if "none" in blob:
+        return None
+    if resolve is not None and ("learner" in blob or "callback" in blob or "library" in blob):
+        return resolve(blob)
+    return Opaque(str(blob.get("other", "unknown")))
+
+
+class Opaque:
+    """Stands for a value that could not cross the wire (an object of an unexpected type)."""
+
+    def __init__(self, description):
+        self.description = description
+
+    def __repr__(self):
+        return f"<{self.description}>"
+
+
+def digest(value):
+    """A fingerprint of an argument (arrays, dicts of arrays) to tell whether a call changed it."""
+    if isinstance(value, np.ndarray):
+        data = np.ascontiguousarray(value)
+        h = hashlib.sha256(f"{data.dtype.str}|{data.shape}|".encode())
+        h.update(data.tobytes())
+        return h.hexdigest()
+    if isinstance(value, dict):
+        parts = {str(k): digest(v) for k, v in value.items()}
+        return {k: v for k, v in parts.items() if v is not None} or None
+    return None
+
+
+# ------------------------------------------------------------------ in the kernel
+
+class _Discard:
+    """A stream that drops what a learner's function prints while the grader calls it."""
+
+    def write(self, text):
+        return len(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+
+def ask_grader(message):
+    """One request to the grader over the kernel's stdin channel; its JSON reply."""
+    return json.loads(input(MAGIC + json.dumps(message)))
+
+
+def _stand_in(kind, key, ask):
+    """A function that asks the grader for the result (a substitute, or a function the grader
+    passes as an argument, such as a loss for ``numerical_gradient``)."""
+
+    def stand_in(*args, **kwargs):
+        reply = ask({"op": kind, "key": key, "args": [encode(a) for a in args],
+                      "kwargs": {k: encode(v) for k, v in kwargs.items()}})
+        if "error" in reply:
+            raise RuntimeError(reply["error"])
+        for arg, after in zip(args, reply.get("after") or []):
+            if after is not None and isinstance(arg, np.ndarray):
+                np.copyto(arg, decode(after))     # the grader's function changed its input
+        return decode(reply["value"])
+
+    stand_in.__name__ = str(key)
+    stand_in.__qualname__ = str(key)
+    return stand_in
+
+
+def _resolver(namespace, ask):
+    def resolve(blob):
+        if "learner" in blob:
+            return namespace[blob["learner"]]
+        if "library" in blob:
+            module, name = blob["library"]
+            return getattr(importlib.import_module(module), name)
+        return _stand_in("callback", blob["callback"], ask)
+    return resolve
+
+
+def _call(call, namespace, ask):
+    """Make one call; report its output (or exception), whether it changed its inputs, and the
+    warnings, peak memory and time the grader asked for."""
+    out = {}
+    resolve = _resolver(namespace, ask)
+    try:
+        target = decode(call["target"], resolve)
+    except KeyError as exc:
+        return {"raised": f"NameError: name {exc.args[0]!r} is not defined", "type": "NameError"}
+    args = [decode(a, resolve) for a in call.get("args", [])]
+    kwargs = {k: decode(v, resolve) for k, v in call.get("kwargs", {}).items()}
+    options = call.get("options", {})
+    tracing = options.get("memory")
+    if tracing:
+        import tracemalloc
+
+        was_tracing = tracemalloc.is_tracing()
+        if not was_tracing:
+            tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+    saved = sys.stdout, sys.stderr
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught, \
+            np.errstate(**({"divide": "warn", "over": "warn", "invalid": "warn", "under": "ignore"}
+                           if options.get("warnings") else {"all": "ignore"})):
+        warnings.simplefilter("always" if options.get("warnings") else "ignore")
+        sys.stdout = sys.stderr = _Discard()
+        value = None
+        try:
+            value = target(*args, **kwargs)
+        except (Exception, SystemExit) as exc:
+            out["raised"] = f"{type(exc).__name__}: {exc}"[:600]
+            out["type"] = type(exc).__name__
+        finally:
+            sys.stdout, sys.stderr = saved
+    out["seconds"] = time.perf_counter() - started
+    if tracing:          # measured before the output is encoded (that copies it)
+        if tracemalloc.is_tracing():
+            out["peak"] = int(tracemalloc.get_traced_memory()[1] - base)
+            if not was_tracing:
+                tracemalloc.stop()
+        else:
+            out["peak"] = None            # the function stopped tracemalloc itself
+    if "raised" not in out:
+        out["value"] = encode(value)
+    if options.get("warnings"):
+        out["warnings"] = [f"{w.category.__name__}: {w.message}"[:300] for w in caught
+                           if issubclass(w.category, RuntimeWarning)]
+    out["after"] = [digest(a) for a in args]
+    return out
+
+
+def _install(names, namespaces, ask):
+    """Point ``names`` at stand-ins in every namespace; returns what to put back."""
+    missing = object()
+    saved = []
+    for namespace in namespaces:
+        saved.append((namespace, {n: namespace.get(n, missing) for n in names}))
+        namespace.update({n: _stand_in("substitute", n, ask) for n in names})
+    return saved, missing
+
+
+def _restore(saved, missing):
+    for namespace, before in saved:
+        for name, value in before.items():
+            if value is missing:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = value
+
+
+def serve(namespace, ask):
+    """Make the grader's calls in ``namespace`` until it says stop (``ask``: the transport)."""
+    reply = ask({"op": "ready"})
+    namespaces = [namespace]
+    for name in reply.get("globals_of", []):
+        space = getattr(namespace.get(name), "__globals__", None)
+        if isinstance(space, dict) and all(space is not s for s in namespaces):
+            namespaces.append(space)
+    saved, missing = _install(reply.get("substitutes", []), namespaces, ask)
+    try:
+        while "calls" in reply:
+            reply = ask({"op": "results", "results": [_call(c, namespace, ask) for c in reply["calls"]]})
+    finally:
+        _restore(saved, missing)
+
+
+def main():
+    """In a kernel: serve the grader over the stdin channel."""
+    from IPython import get_ipython
+
+    serve(get_ipython().user_ns, ask_grader)

@@ -1,0 +1,75 @@
+"""What ``make grade`` writes for people: ``grades.csv`` (the whole class, every run) and the table.
+
+``grades.csv`` has one row per student × lesson: score, maximum, status (graded, needs manual
+grading, ungradable, not submitted), the student's totals, and a note saying why a submission
+could not be graded (or what else happened). A run limited to some students or lessons still
+writes every row of the class, from the gradebook.
+"""
+import csv
+
+from .results import GRADED, NEEDS_MANUAL, NOT_SUBMITTED, UNGRADABLE
+
+FIELDS = ["student", "lesson", "score", "max_score", "status", "student_total", "student_max_total", "note"]
+
+
+def class_rows(lessons, students, scores, maxima, failed, notes=None):
+    """The rows of grades.csv: ``scores`` {(student, lesson): (score, max, needs_manual)} from the
+    gradebook, ``failed`` {(student, lesson): why}, ``notes`` anything else to say."""
+    notes = {**(notes or {}), **failed}
+    rows = []
+    for student in students:
+        student_rows = []
+        for lesson in lessons:
+            if (student, lesson) in failed:
+                status, score, top = UNGRADABLE, 0.0, maxima[lesson]
+            elif (student, lesson) in scores:
+                score, top, manual = scores[student, lesson]
+                status = NEEDS_MANUAL if manual else GRADED
+            else:
+                status, score, top = NOT_SUBMITTED, 0.0, maxima[lesson]
+            student_rows.append({"student": student, "lesson": lesson, "score": round(score, 4),
+                                 "max_score": round(top, 4), "status": status,
+                                 "note": notes.get((student, lesson), "")})
+        total = sum(r["score"] for r in student_rows)
+        top_total = sum(r["max_score"] for r in student_rows)
+        for row in student_rows:
+            row["student_total"] = round(total, 4)
+            row["student_max_total"] = round(top_total, 4)
+        rows.extend(student_rows)
+    return rows
+
+
+def write_grades(path, rows):
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    return rows
+
+
+def format_table(rows, lessons):
+    """Students x lessons, scores as 'score/max', a totals column; '--' not submitted, '!!' ungradable."""
+    students = list(dict.fromkeys(r["student"] for r in rows))
+    by = {(r["student"], r["lesson"]): r for r in rows}
+    header = ["student", *lessons, "total"]
+    table = []
+    for student in students:
+        line = [student]
+        for lesson in lessons:
+            r = by[student, lesson]
+            if r["status"] == UNGRADABLE:
+                line.append("!! failed")
+            elif r["status"] == NOT_SUBMITTED:
+                line.append("--")
+            else:
+                mark = "*" if r["status"] == NEEDS_MANUAL else ""
+                line.append(f"{r['score']:g}/{r['max_score']:g}{mark}")
+        first = by[student, lessons[0]]
+        line.append(f"{first['student_total']:g}/{first['student_max_total']:g}")
+        table.append(line)
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *table)]
+    out = ["  ".join(str(x).ljust(w) for x, w in zip(header, widths))]
+    out.append("  ".join("-" * w for w in widths))
+    out += ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in table]
+    out.append("(* written answers still need manual grading; -- not submitted; !! could not be graded)")
+    return "\n".join(out)

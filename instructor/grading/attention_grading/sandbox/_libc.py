@@ -1,0 +1,62 @@
+"""The few system calls the sandbox makes that Python's ``os`` module does not offer (3.10+)."""
+import ctypes
+import os
+import platform
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+libc.unshare.argtypes = [ctypes.c_int]
+libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
+
+MACHINE = platform.machine()
+# System call numbers this module needs (x86_64 only: seccomp numbers differ per architecture).
+SYSCALLS_X86_64 = {"landlock_create_ruleset": 444, "landlock_add_rule": 445,
+                   "landlock_restrict_self": 446, "capset": 126}
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
+
+PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP = 24
+PR_SET_SECUREBITS = 28
+PR_SET_NO_NEW_PRIVS = 38
+PR_GET_NO_NEW_PRIVS = 39
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+PR_SET_SECCOMP = 22
+
+
+def checked(result, what):
+    """Raise OSError (with the call's name) when a libc call returned -1."""
+    if result == -1:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+    return result
+
+
+def syscall(name, *args):
+    if MACHINE != "x86_64":
+        raise OSError(38, f"{name}: this sandbox knows system call numbers for x86_64 only, not {MACHINE}")
+    return checked(libc.syscall(SYSCALLS_X86_64[name], *args), name)
+
+
+def prctl(option, arg2=0, arg3=0, arg4=0, arg5=0, what="prctl"):
+    return checked(libc.prctl(option, arg2, arg3, arg4, arg5), what)
+
+
+def unshare(flags):
+    checked(libc.unshare(flags), f"unshare({flags:#x})")
+
+
+def mount(source, target, fstype, flags, data=None):
+    enc = lambda s: None if s is None else os.fsencode(s)  # noqa: E731
+    checked(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")

@@ -1,0 +1,159 @@
+"""What a sandboxed kernel may see and use: built by the grader, applied by ``enter``.
+
+The kernel reads only what a kernel needs: the Python installation, the course environment
+(without any instructor package), the learner package ``attention_course``, system libraries and
+a few files of ``/etc``. It writes only its own scratch folder. Nothing of the course (``source/``,
+``solutions/``, ``instructor/``, the gradebook, ``submitted/``, ``autograded/``, other learners'
+folders) is on the list; a policy that would expose one of them (a read root that contains it)
+is refused.
+"""
+import json
+import os
+import sys
+import sysconfig
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from .limits import Limits
+
+SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/conda")
+ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
+             "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/fonts", "/etc/mime.types",
+             "/etc/os-release", "/etc/hosts", "/etc/matplotlibrc", "/etc/alternatives")
+KERNEL_FILES = ("/proc", "/sys/devices/system/cpu")   # /proc: its own PID namespace's
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+# Packages that may sit in the course environment but never in a kernel's view.
+INSTRUCTOR_PACKAGES = ("attention_grading", "attention_reference")
+KEPT_VARIABLES = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "NBGRADER_EXECUTION",
+                  "JPY_SESSION_NAME", "JPY_PARENT_PID", "MPLBACKEND", "OPENBLAS_NUM_THREADS",
+                  "OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYDEVD_DISABLE_FILE_VALIDATION")
+
+
+class SandboxUnavailable(RuntimeError):
+    """The operating system cannot give a kernel the sandbox the course requires."""
+
+
+@dataclass
+class Policy:
+    scratch: str                  # the kernel's private folder, made by the grader
+    read_only: list               # folders and files it may read (and execute)
+    bind_ports: list              # TCP ports it may bind: its own kernel channels
+    env: dict                     # its whole environment
+    seed: Optional[str] = None    # a folder whose files it starts with (the submission's files)
+    readable: list = field(default_factory=list)   # files of the grader it reads: its connection file
+    account: Optional[list] = None  # [uid, gid] to switch to, or None: uid 0 without capabilities
+    devices: list = field(default_factory=lambda: [d for d in DEVICES if os.path.exists(d)])
+    limits: Limits = field(default_factory=Limits)
+
+    @property
+    def root(self):
+        """The tmpfs the kernel writes in: ``work`` (its folder), ``home``, ``tmp``."""
+        return os.path.join(self.scratch, "sandbox")
+
+    @property
+    def work(self):
+        return os.path.join(self.root, "work")
+
+    @property
+    def log(self):
+        return os.path.join(self.scratch, "kernel.log")
+
+    def to_json(self):
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text):
+        data = json.loads(text)
+        data["limits"] = Limits(**data["limits"])
+        return cls(**data)
+
+
+def sandbox_dirs(root):
+    """The per-kernel folders (inside the tmpfs ``root``) its environment points at."""
+    return {"HOME": f"{root}/home", "TMPDIR": f"{root}/tmp", "IPYTHONDIR": f"{root}/home/.ipython",
+            "MPLCONFIGDIR": f"{root}/home/.config/matplotlib", "XDG_CACHE_HOME": f"{root}/home/.cache",
+            "XDG_CONFIG_HOME": f"{root}/home/.config", "XDG_DATA_HOME": f"{root}/home/.local/share",
+            "JUPYTER_RUNTIME_DIR": f"{root}/home/.local/share/jupyter/runtime",
+            "JUPYTER_CONFIG_DIR": f"{root}/home/.jupyter", "JUPYTER_DATA_DIR": f"{root}/home/.local/share/jupyter"}
+
+
+def kernel_environment(requested, root, python=sys.executable):
+    """The environment of a sandboxed kernel: a few harmless variables of ``requested`` (never
+    PYTHONPATH, never a gradebook URL), a PATH to the course environment and the system, and
+    private folders for everything a program writes (home, temp, IPython, matplotlib, Jupyter)."""
+    env = {k: v for k, v in requested.items() if k in KEPT_VARIABLES}
+    env["PATH"] = os.pathsep.join([str(Path(python).parent), "/usr/local/bin", "/usr/bin", "/bin"])
+    env.setdefault("LANG", "C.UTF-8")
+    env.update(sandbox_dirs(root))
+    return env
+
+
+def _is_within(path, folder):
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _site_packages():
+    paths = sysconfig.get_paths()
+    return sorted({os.path.realpath(paths[k]) for k in ("purelib", "platlib") if k in paths})
+
+
+def _instructor_packages():
+    """Instructor packages installed in the course environment (kept out of kernels' view)."""
+    return [os.path.join(site, name) for site in _site_packages() if os.path.isdir(site)
+            for name in os.listdir(site) if name.startswith(INSTRUCTOR_PACKAGES)]
+
+
+def allow_except(root, excluded):
+    """Paths that cover ``root`` minus everything in ``excluded``: ``[root]`` when nothing
+    excluded lies inside it, else its entries, split the same way (Landlock only allows)."""
+    inside = [e for e in excluded if _is_within(e, root)]
+    if not inside:
+        return [root]
+    if any(_is_within(root, e) for e in inside) or not os.path.isdir(root) or os.path.islink(root):
+        return []
+    out = []
+    for name in sorted(os.listdir(root)):
+        out += allow_except(os.path.join(root, name), inside)
+    return out
+
+
+def runtime_roots(protected=(), python=sys.executable):
+    """What a kernel of this Python needs to read, minus ``protected`` paths and any instructor
+    package: the Python installation, the course environment, the learner package, system
+    libraries and configuration (``python`` is the kernel's interpreter: the grader's)."""
+    candidates = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, sys.exec_prefix)}
+    candidates.update(_site_packages())
+    try:
+        import attention_course
+
+        candidates.add(os.path.dirname(os.path.realpath(attention_course.__file__)))
+    except ImportError:
+        pass
+    candidates.update(p for p in SYSTEM_ROOTS + ETC_FILES + KERNEL_FILES if os.path.exists(p))
+    excluded = [os.path.realpath(p) for p in protected if p] + _instructor_packages()
+    roots = set()
+    for candidate in candidates:
+        roots.update(allow_except(candidate, excluded))
+    # Drop roots inside other roots: one rule covers them.
+    kept = sorted(roots, key=len)
+    return sorted(r for r in kept if not any(o != r and _is_within(r, o) for o in kept))
+
+
+def check_exposes_nothing(read_only, protected):
+    """A last guard: no read root may contain a protected path (the course, the grader)."""
+    for root in read_only:
+        for path in protected:
+            if path and _is_within(path, root):
+                raise SandboxUnavailable(f"a kernel would read {root}, which holds {path}")
+
+
+def make(scratch, ports, env, seed=None, readable=(), protected=(), account=None, limits=None):
+    """The policy of one kernel (see ``Policy``); ``protected`` paths must stay out of its view."""
+    protected = [str(p) for p in protected] + [str(scratch)]
+    read_only = runtime_roots(protected)
+    check_exposes_nothing(read_only, protected)
+    return Policy(scratch=str(scratch), read_only=read_only, bind_ports=list(ports), env=env,
+                  seed=str(seed) if seed else None, readable=[str(p) for p in readable],
+                  account=account, limits=limits or Limits())

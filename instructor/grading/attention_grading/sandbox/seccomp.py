@@ -1,0 +1,100 @@
+"""A seccomp filter for sandboxed kernels: what Landlock cannot see.
+
+Landlock rules TCP only, so every other socket is refused here: a kernel may create TCP sockets
+(Landlock lets it bind its own ports and connect nowhere) and socket pairs, nothing else (no UDP,
+no UNIX socket to connect to a server, no netlink, no raw sockets). Also refused: io_uring (its
+socket operations would pass beside this filter), new namespaces, and calls that read other
+processes or the kernel's keyrings. Other system calls are allowed: every privileged one already
+fails for a process without capabilities. x86_64 only (system call numbers differ elsewhere).
+"""
+import ctypes
+import errno
+import struct
+
+from ._libc import MACHINE, PR_SET_SECCOMP, checked, libc
+
+AUDIT_ARCH_X86_64 = 0xC000003E
+X32_SYSCALL_BIT = 0x40000000
+SECCOMP_MODE_FILTER = 2
+RET_KILL_PROCESS, RET_ERRNO, RET_ALLOW = 0x80000000, 0x00050000, 0x7FFF0000
+LD_ABS, JEQ, JGE, JSET, AND, RET = 0x20, 0x15, 0x35, 0x45, 0x54, 0x06
+
+AF_INET, AF_INET6, AF_NETLINK, SOCK_STREAM, SOCK_TYPE_MASK, IPPROTO_TCP = 2, 10, 16, 1, 0xF, 6
+NETLINK_ROUTE = 0
+NAMESPACE_FLAGS = 0x7E020000 | 0x00000080   # CLONE_NEW{NS,CGROUP,UTS,IPC,USER,PID,NET,TIME}
+
+SOCKET, CLONE, CLONE3 = 41, 56, 435
+REFUSED = {   # name: x86_64 number
+    "ptrace": 101, "syslog": 103, "personality": 135, "pivot_root": 155, "chroot": 161,
+    "acct": 163, "mount": 165, "umount2": 166, "swapon": 167, "swapoff": 168, "reboot": 169,
+    "init_module": 175, "delete_module": 176, "quotactl": 179, "kexec_load": 246,
+    "add_key": 248, "request_key": 249, "keyctl": 250, "unshare": 272, "perf_event_open": 298,
+    "name_to_handle_at": 303, "open_by_handle_at": 304, "setns": 308, "process_vm_readv": 310,
+    "process_vm_writev": 311, "kcmp": 312, "finit_module": 313, "kexec_file_load": 320,
+    "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426,
+    "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430,
+    "fsconfig": 431, "fsmount": 432, "fspick": 433, "pidfd_getfd": 438, "mount_setattr": 442,
+}
+
+
+def _arg_low(index):
+    return 16 + 8 * index     # offsetof(struct seccomp_data, args[index]), low half (little-endian)
+
+
+def program():
+    """The filter as (code, jt, jf, k) instructions; jumps name labels until ``_assemble``."""
+    ops = [(LD_ABS, 0, 0, 4), (JEQ, None, "kill", AUDIT_ARCH_X86_64),
+           (LD_ABS, 0, 0, 0), (JGE, "kill", None, X32_SYSCALL_BIT)]
+    ops += [(JEQ, "eperm", None, number) for number in sorted(REFUSED.values())]
+    ops += [(JEQ, "enosys", None, CLONE3), (JEQ, "socket", None, SOCKET),
+            (JEQ, "clone", None, CLONE), (RET, 0, 0, RET_ALLOW)]
+    ops += ["clone", (LD_ABS, 0, 0, _arg_low(0)), (JSET, "eperm", None, NAMESPACE_FLAGS),
+            (RET, 0, 0, RET_ALLOW)]
+    ops += ["socket", (LD_ABS, 0, 0, _arg_low(0)), (JEQ, "type", None, AF_INET),
+            (JEQ, "type", None, AF_INET6), (JEQ, "netlink", None, AF_NETLINK),
+            (RET, 0, 0, RET_ERRNO | errno.EACCES),
+            # ZeroMQ lists the network interfaces (getifaddrs) when it binds: reading them is all
+            # NETLINK_ROUTE lets a process without capabilities do.
+            "netlink", (LD_ABS, 0, 0, _arg_low(2)), (JEQ, "allow", None, NETLINK_ROUTE),
+            (RET, 0, 0, RET_ERRNO | errno.EACCES),
+            "type", (LD_ABS, 0, 0, _arg_low(1)), (AND, 0, 0, SOCK_TYPE_MASK),
+            (JEQ, "protocol", None, SOCK_STREAM), (RET, 0, 0, RET_ERRNO | errno.EACCES),
+            "protocol", (LD_ABS, 0, 0, _arg_low(2)), (JEQ, "allow", None, 0),
+            (JEQ, "allow", None, IPPROTO_TCP), (RET, 0, 0, RET_ERRNO | errno.EACCES)]
+    ops += ["eperm", (RET, 0, 0, RET_ERRNO | errno.EPERM), "enosys", (RET, 0, 0, RET_ERRNO | errno.ENOSYS),
+            "kill", (RET, 0, 0, RET_KILL_PROCESS), "allow", (RET, 0, 0, RET_ALLOW)]
+    return _assemble(ops)
+
+
+def _assemble(ops):
+    labels, position = {}, 0
+    for op in ops:
+        if isinstance(op, str):
+            labels[op] = position
+        else:
+            position += 1
+    out, position = [], 0
+    for op in ops:
+        if isinstance(op, str):
+            continue
+        code, jt, jf, k = op
+        offset = lambda target: 0 if target is None else labels[target] - position - 1  # noqa: E731
+        out.append((code, offset(jt) if isinstance(jt, str) or jt is None else jt,
+                    offset(jf) if isinstance(jf, str) or jf is None else jf, k))
+        position += 1
+    return out
+
+
+class _Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def install():
+    """Install the filter on the calling thread (inherited by every child); needs no_new_privs."""
+    if MACHINE != "x86_64":
+        raise OSError(errno.ENOSYS, f"the seccomp filter knows x86_64 system calls only, not {MACHINE}")
+    instructions = program()
+    raw = b"".join(struct.pack("HBBI", *op) for op in instructions)
+    buffer = ctypes.create_string_buffer(raw, len(raw))
+    fprog = _Fprog(len(instructions), ctypes.addressof(buffer))
+    checked(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0), "seccomp")
