@@ -1,5 +1,7 @@
-"""How long until a kernel runs code: started cold (jupyter_client's AsyncKernelManager) or forked
-from the warm parent that grading uses (attention_grading.forked_kernels). Not a timed test.
+"""How long until a kernel runs code: started cold by jupyter_client (no sandbox), started cold in
+the grading sandbox (through attention_grading/sandbox/launch.py), or forked from the warm parent
+into the sandbox, as grading does (attention_grading.kernels). Not a timed test: it prints what the
+sandbox costs per kernel, measured side by side in one run.
 
 Usage: python benchmarks/kernel_start.py [--repeats 5]
 """
@@ -8,6 +10,7 @@ import asyncio
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -15,10 +18,23 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "instructor" / "grading"))
 
 
-async def start_to_ready(cls):
+def sandboxed(fork):
+    """A kernel manager as GuardedExecute makes one: sandboxed in a scratch folder of its own."""
+    from attention_grading.kernels import SandboxedKernelManager, SandboxRequest
+
+    km = SandboxedKernelManager(kernel_name="python3")
+    km.fork_kernels = fork
+    scratch = tempfile.mkdtemp(prefix="attention-bench-kernel-")
+    os.makedirs(os.path.join(scratch, "submission"))
+    km.sandbox_request = SandboxRequest(scratch, os.path.join(scratch, "submission"), [str(REPO)])
+    km.connection_file = os.path.join(scratch, "connection.json")
+    return km
+
+
+async def start_to_ready(make):
     """Seconds from asking for a kernel to its answer to `import numpy` (the lessons' first line)."""
     started = time.perf_counter()
-    km = cls(kernel_name="python3")
+    km = make()
     await km.start_kernel(env=dict(os.environ))
     kc = km.client()
     kc.start_channels()
@@ -33,13 +49,21 @@ async def start_to_ready(cls):
 async def main(repeats):
     from jupyter_client.manager import AsyncKernelManager
 
-    from attention_grading.forked_kernels import ForkingKernelManager
-
-    await start_to_ready(ForkingKernelManager)   # starts the warm parent once, as a grader does
-    for cls, label in ((AsyncKernelManager, "cold"), (ForkingKernelManager, "forked")):
-        times = [await start_to_ready(cls) for _ in range(repeats)]
-        print(f"{label:7s} kernel ready with numpy and matplotlib: median {statistics.median(times):.3f} s "
-              f"(min {min(times):.3f}, max {max(times):.3f}, {repeats} kernels)")
+    kinds = (("cold, no sandbox", lambda: AsyncKernelManager(kernel_name="python3")),
+             ("cold, sandboxed", lambda: sandboxed(fork=False)),
+             ("forked, sandboxed", lambda: sandboxed(fork=True)))
+    await start_to_ready(kinds[2][1])   # starts the warm parent once, as a grader does
+    times = {label: [] for label, _ in kinds}
+    for _ in range(repeats):             # interleaved, so that the machine's load hits all alike
+        for label, make in kinds:
+            times[label].append(await start_to_ready(make))
+    for label, values in times.items():
+        print(f"{label:18s} kernel ready with numpy and matplotlib: median {statistics.median(values):.3f} s "
+              f"(min {min(values):.3f}, max {max(values):.3f}, {repeats} kernels)")
+    base = statistics.median(times["cold, no sandbox"])
+    print(f"the sandbox costs {statistics.median(times['cold, sandboxed']) - base:+.3f} s on a cold start; "
+          f"forked and sandboxed is {base / statistics.median(times['forked, sandboxed']):.1f}x faster than "
+          "cold without a sandbox")
 
 
 if __name__ == "__main__":

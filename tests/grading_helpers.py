@@ -2,8 +2,11 @@
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import conftest
@@ -121,15 +124,41 @@ def lesson_points(root, lesson=LESSON):
     return float(auto), float(total), len(cells)
 
 
-def flaky_job(marker_folder, name, behaviour):
-    """A job for ``attention_grading.grade.Pool``: 'ok', 'fails' (every time), 'fails_once'
-    (the first time only) or 'kills_worker' (its process dies)."""
-    marker = Path(marker_folder) / name
-    with open(marker, "a") as fh:   # one byte a run: a worker killed mid-job leaves no torn count
+@dataclass
+class FlakyOutcome:
+    ok: bool
+    message: str = ""
+    retry: bool = True
+
+
+@dataclass
+class FlakyJob:
+    """A job for ``attention_grading.pool``: 'ok', 'fails' (every time), 'fails_once' (the first
+    time only), 'kills_worker' (its process dies), 'hangs' (sleeps) or 'stops' (SIGSTOP to itself).
+    Each run appends one byte to a marker file, so a worker killed mid-job leaves no torn count."""
+    marker_folder: str
+    name: str
+    behaviour: str
+
+    @property
+    def key(self):
+        return self.name
+
+    def failure(self, message, retry=True):
+        return FlakyOutcome(False, message, retry)
+
+
+def run_flaky(job):
+    marker = Path(job.marker_folder) / job.name
+    with open(marker, "a") as fh:
         fh.write("x")
     runs = marker.stat().st_size
-    if behaviour == "kills_worker":
+    if job.behaviour == "kills_worker":
         os._exit(1)
-    if behaviour == "fails" or (behaviour == "fails_once" and runs == 1):
-        return {"ok": False, "message": f"{name} failed on run {runs}"}
-    return {"ok": True, "runs": runs}
+    if job.behaviour == "hangs":
+        time.sleep(3600)
+    if job.behaviour == "stops":
+        os.kill(os.getpid(), signal.SIGSTOP)
+    if job.behaviour == "fails" or (job.behaviour == "fails_once" and runs == 1):
+        return FlakyOutcome(False, f"{job.name} failed on run {runs}")
+    return FlakyOutcome(True, f"run {runs}")

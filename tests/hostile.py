@@ -159,11 +159,11 @@ CORE_CASES = {
     "chatty_correct_with_retyped_test": chatty_correct_with_retyped_test,
 }
 # Outcome per case: "zero" = the target exercise scores 0 and the rest keep full marks;
-# "full" = the (correct) submission keeps full marks.
+# "full" = the (correct) submission keeps full marks. The sandbox denies the reference and the
+# grader answers every check: reaching for them costs the exercise, nothing needs flagging.
 EXPECTED = {
     "import_reference": "zero", "read_reference_source": "zero", "patched_helpers": "zero",
     "kernel_crash": "zero", "infinite_loop": "zero", "hard_coded_first_output": "zero",
     "deleted_test_cells": "full", "edited_and_duplicated_test_cells": "full",
     "chatty_correct_with_retyped_test": "full",
 }
-FLAGGED = {"import_reference", "read_reference_source"}

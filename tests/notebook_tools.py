@@ -1,33 +1,18 @@
-"""Build learner submissions from the release and the solutions, as a learner would."""
+"""Build learner submissions from the release and the solutions, as a learner would.
+
+Which cell plays which role is known in one place, the grader's ``attention_grading.cells``.
+"""
 import nbformat
 
+from attention_grading.cells import CellPlan, grade_id, is_solution_code, is_test, role as cell_role
 
-def cell_role(cell):
-    return cell.metadata.get("nbgrader", {})
-
-
-def grade_id(cell):
-    return cell_role(cell).get("grade_id")
-
-
-def is_solution_code(cell):
-    return cell.cell_type == "code" and cell_role(cell).get("solution")
-
-
-def is_test(cell):
-    meta = cell_role(cell)
-    return cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")
+__all__ = ["cell_role", "grade_id", "is_solution_code", "is_test", "functions_of_tests", "solved",
+           "with_answer"]
 
 
 def functions_of_tests(nb):
     """Map each test cell's grade_id to the graded function (solution cell) it follows."""
-    owner, mapping = None, {}
-    for cell in nb.cells:
-        if is_solution_code(cell):
-            owner = grade_id(cell)
-        elif is_test(cell):
-            mapping[grade_id(cell)] = owner
-    return mapping
+    return CellPlan(nb.cells).exercise_of_checks()
 
 
 def solved(release_path, solution_path):

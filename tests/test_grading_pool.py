@@ -1,31 +1,30 @@
-"""The process pool behind `make grade`: a second attempt for failures, and a worker's death
-charged to the job that caused it alone (attention_grading.grade.Pool, run_with_second_attempt)."""
+"""The worker pool behind `make grade` (attention_grading.pool): a second attempt for failures,
+and a job whose worker dies, hangs or is stopped charged to that job alone, with real processes."""
 from tqdm import tqdm
 
-from attention_grading.grade import Pool, run_with_second_attempt
-from grading_helpers import flaky_job
+from attention_grading.pool import LocalPool, run_with_second_attempt
+from grading_helpers import FlakyJob, run_flaky
 
 
-def _run(folder, behaviours):
+def _run(folder, behaviours, job_timeout=None):
     """(turned down {name: why}, second attempts {name: why}, kept names, runs {name: count})."""
-    jobs = [(str(folder), name, behaviour) for name, behaviour in behaviours.items()]
+    jobs = [FlakyJob(str(folder), name, behaviour) for name, behaviour in behaviours.items()]
     kept = set()
 
-    def keep(job, result, attempt):
-        if result.get("ok"):
-            kept.add(job[1])
+    def keep(job, outcome, attempt):
+        if outcome.ok:
+            kept.add(job.name)
             return None
-        return result.get("message", "?")
+        return outcome.message
 
-    pool = Pool(2)
+    pool = LocalPool(2, job_timeout)
     try:
         with tqdm(total=len(jobs), disable=True) as bar:
-            turned_down, second = run_with_second_attempt(pool, flaky_job, jobs, bar, keep)
+            turned_down, second = run_with_second_attempt(pool, run_flaky, jobs, bar, keep)
     finally:
         pool.close()
     runs = {name: (folder / name).stat().st_size for name in behaviours}
-    return ({job[1]: why for job, why in turned_down.items()}, {job[1]: why for job, why in second.items()},
-            kept, runs)
+    return turned_down, second, kept, runs
 
 
 def test_a_failure_gets_one_second_attempt(tmp_path):
@@ -38,11 +37,14 @@ def test_a_failure_gets_one_second_attempt(tmp_path):
     assert runs == {"a": 1, "b": 2, "c": 2, "e": 1, "g": 2}
 
 
-def test_a_job_that_kills_its_worker_fails_alone(tmp_path):
-    """The jobs in the pool when a worker dies are run again alone; only the killer is reported."""
-    behaviours = {"a": "ok", "b": "ok", "d": "kills_worker", "e": "ok", "f": "ok", "g": "ok", "h": "ok"}
-    turned_down, second, kept, runs = _run(tmp_path, behaviours)
-    assert set(turned_down) == {"d"} and "died" in turned_down["d"]
-    assert kept == set(behaviours) - {"d"} and not second
-    assert runs["d"] == 2, "the killer was not run alone once, or was run again after dying alone"
-    assert all(runs[name] <= 2 for name in kept)
+def test_a_worker_that_dies_hangs_or_is_stopped_costs_only_its_job(tmp_path):
+    """Killed, hung and stopped workers: each job reported alone, everyone else kept, the run ends."""
+    behaviours = {"a": "ok", "b": "ok", "d": "kills_worker", "e": "ok", "h": "hangs", "f": "ok",
+                  "s": "stops", "g": "ok"}
+    turned_down, second, kept, runs = _run(tmp_path, behaviours, job_timeout=3)
+    assert set(turned_down) == {"d", "h", "s"}, turned_down
+    assert "died" in turned_down["d"] and "longer than 3 s" in turned_down["h"] and "longer than 3 s" in turned_down["s"]
+    assert kept == set(behaviours) - {"d", "h", "s"} and not second
+    assert runs["d"] == 2, "a job whose worker died gets one second attempt"
+    assert runs["h"] == runs["s"] == 1, "a job that used up its time is not run again"
+    assert all(runs[name] == 1 for name in kept)

@@ -50,6 +50,15 @@ class GradeRun:
     sandboxed: bool = True
     seconds: float = 0.0
     unit_seconds: list = field(default_factory=list)
+    only_students: list = field(default_factory=list)     # --student filters (empty: everyone)
+
+    def selected(self, key):
+        student, lesson = key
+        return lesson in self.lessons and (not self.only_students or student in self.only_students)
+
+    @property
+    def failed_in_selection(self):
+        return {key: why for key, why in self.failed.items() if self.selected(key)}
 
 
 def _progress(total, desc):
@@ -110,9 +119,9 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
     roster = sorted({u.student for u in units} | {p.student for p in problems if p.student})
     chosen = [u for u in units if u.lesson in lessons and (not students or u.student in students)]
     for problem in problems:
-        if problem.lesson in lessons or not problem.lesson:
+        if (problem.lesson in lessons or not problem.lesson) and (not students or problem.student in students):
             log(str(problem))
-    run = GradeRun(root, lessons, roster, problems=problems, sandboxed=sandboxed)
+    run = GradeRun(root, lessons, roster, problems=problems, sandboxed=sandboxed, only_students=list(students or []))
     run.failed = {(p.student, p.lesson): p.message for p in problems if p.fatal}
 
     scratch = Path(tempfile.mkdtemp(prefix="attention-grade-"))
@@ -232,7 +241,7 @@ def _write_class_files(run, root, db_url, course_id, all_lessons, report, log, s
 
 
 def _print_summary(run, log):
-    failed_now = {k: v for k, v in run.failed.items() if k[1] in run.lessons}
+    failed_now = run.failed_in_selection
     log("")
     log(f"graded {len(run.graded)}, skipped {run.skipped}, could not grade {len(failed_now)} "
         f"in {run.seconds:.1f} s; wrote {run.root / 'grades.csv'}")
@@ -276,7 +285,7 @@ def main(argv=None):
     run = grade(args.root, args.lesson, args.student, args.workers, args.force, args.db_url,
                 feedback=not args.no_feedback, report=not args.no_report, job_timeout=args.job_timeout,
                 unsandboxed=args.unsandboxed)
-    if any(k[1] in run.lessons for k in run.failed) or run.feedback_failures:
+    if run.failed_in_selection or run.feedback_failures:
         print("exit status 1: not everything could be graded (see above).", file=sys.stderr)
         return 1
     return 0

@@ -30,7 +30,8 @@ MAGIC = "attention-probe/1 "
 # ------------------------------------------------------------------ the wire format
 
 def encode(value):
-    """Arrays, tuples/lists, dicts of str keys, scalars and None; anything else is described."""
+    """Arrays, tuples/lists, dicts of str keys, scalars, strings and None; anything else is
+    described, not sent."""
     if isinstance(value, np.ndarray):
         data = np.ascontiguousarray(value)
         if data.dtype.kind not in "biuf":
@@ -47,6 +48,8 @@ def encode(value):
         return {"scalar": int(value), "type": type(value).__name__}
     if isinstance(value, (numbers.Real, np.floating)) and not isinstance(value, complex):
         return {"scalar": float(value), "type": type(value).__name__}
+    if isinstance(value, str):
+        return {"text": value}
     if value is None:
         return {"none": True}
     return {"other": type(value).__name__}
@@ -76,6 +79,8 @@ def decode(blob, resolve=None):
         if isinstance(blob["scalar"], int) and not isinstance(blob["scalar"], bool):
             return int(blob["scalar"])
         return float(blob["scalar"])
+    if "text" in blob:
+        return str(blob["text"])
     if "none" in blob:
         return None
     if resolve is not None and ("learner" in blob or "callback" in blob or "library" in blob):

@@ -57,15 +57,12 @@ def _others_may(path, need_read):
 def python_readable_by_others():
     """Is what a kernel loads (the interpreter, the standard library, site-packages, numpy,
     the learner package) readable by an account that owns none of it?"""
-    import numpy
-
-    try:
-        import attention_course
-        learner = os.path.dirname(attention_course.__file__)
-    except ImportError:
-        learner = None
-    paths = [sys.executable, sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
-             os.path.dirname(numpy.__file__), learner]
+    paths = [sys.executable, sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"]]
+    for name in ("numpy", "attention_course"):
+        try:
+            paths.append(os.path.dirname(__import__(name).__file__))
+        except ImportError:
+            pass
     return all(_others_may(p, need_read=True) for p in paths if p)
 
 

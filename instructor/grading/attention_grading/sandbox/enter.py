@@ -28,11 +28,11 @@ def enter(policy, cgroups=None):
           f"size={policy.limits.scratch_bytes},mode=0700")
     _populate(policy)
     _redirect_stdio(policy.log)
+    rules = landlock.ruleset(read_only=policy.read_only + policy.readable, read_write=[policy.root],
+                             devices=policy.devices, bind_ports=policy.bind_ports)
     apply_rlimits(policy.limits)
     privileges.drop(policy.account)
-    landlock.restrict_self(read_only=policy.read_only + policy.readable,
-                           read_write=[policy.root], devices=policy.devices,
-                           bind_ports=policy.bind_ports)
+    landlock.restrict_self(rules)
     seccomp.install()
     os.chdir(policy.work)
     os.environ.clear()

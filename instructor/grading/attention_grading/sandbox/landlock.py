@@ -53,8 +53,9 @@ def handled_fs(version):
     return FS_BY_ABI.get(version, (1 << 16) - 1)
 
 
-def restrict_self(read_only, read_write, devices, bind_ports):
-    """Enter a Landlock domain; ``no_new_privs`` must already be set (see ``privileges``).
+def ruleset(read_only, read_write, devices, bind_ports):
+    """A Landlock ruleset (a file descriptor) allowing only what is listed; made while the process
+    may still open every listed path (before it drops its privileges).
 
     ``read_only``: folders and files to read and execute; ``read_write``: folders with every
     right; ``devices``: files to read and write (``/dev/null``); ``bind_ports``: TCP ports to bind.
@@ -66,19 +67,26 @@ def restrict_self(read_only, read_write, devices, bind_ports):
     attr = _RulesetAttr(fs, BIND_TCP | CONNECT_TCP,
                         SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if version >= 6 else 0)
     size = ctypes.sizeof(_RulesetAttr) if version >= 6 else ctypes.sizeof(ctypes.c_uint64) * 2
-    ruleset = syscall("landlock_create_ruleset", ctypes.byref(attr), ctypes.c_size_t(size),
-                      ctypes.c_uint32(0))
+    fd = syscall("landlock_create_ruleset", ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     try:
         for paths, rights in ((read_only, READ), (read_write, fs), (devices, READ_WRITE_FILE)):
             for path in paths:
-                _allow_path(ruleset, path, rights & fs)
+                _allow_path(fd, path, rights & fs)
         for port in bind_ports:
             rule = _NetPort(BIND_TCP, int(port))
-            syscall("landlock_add_rule", ruleset, RULE_NET_PORT, ctypes.byref(rule), ctypes.c_uint32(0))
-        syscall("landlock_restrict_self", ruleset, ctypes.c_uint32(0))
+            syscall("landlock_add_rule", fd, RULE_NET_PORT, ctypes.byref(rule), ctypes.c_uint32(0))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def restrict_self(fd):
+    """Enter the domain of ruleset ``fd`` (for good); ``no_new_privs`` must already be set."""
+    try:
+        syscall("landlock_restrict_self", fd, ctypes.c_uint32(0))
     finally:
-        os.close(ruleset)
-    return version
+        os.close(fd)
 
 
 def _allow_path(ruleset, path, rights):

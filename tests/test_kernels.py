@@ -1,4 +1,5 @@
-"""Kernels forked from the warm zygote behave like kernels started cold (attention_grading.forked_kernels).
+"""Grading kernels (attention_grading.kernels): sandboxed, forked from the warm zygote or started
+cold, they behave like ordinary kernels.
 
 Real ipykernel processes through jupyter_client: where they run, what they inherit, how they die,
 how they are interrupted, and that a lesson executes to the same outputs either way.
@@ -15,9 +16,28 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from attention_grading import forked_kernels
-from attention_grading.forked_kernels import ForkedProcess, ForkingKernelManager
+from attention_grading import kernels
+from attention_grading.cells import split_hidden
+from attention_grading.kernels import ForkedProcess, SandboxedKernelManager, SandboxRequest
 from conftest import ROOT
+
+
+class ForkingKernelManager(SandboxedKernelManager):
+    """A kernel manager as GuardedExecute makes one: sandboxed, in a scratch folder of its own."""
+
+    def __init__(self, **kwargs):
+        import tempfile
+
+        super().__init__(**kwargs)
+        scratch = tempfile.mkdtemp(prefix="attention-kernel-test-")
+        os.makedirs(os.path.join(scratch, "submission"))
+        self.sandbox_request = SandboxRequest(scratch, os.path.join(scratch, "submission"), [str(ROOT)])
+        self.connection_file = os.path.join(scratch, "connection.json")
+
+
+class ColdKernelManager(ForkingKernelManager):
+    """The same sandbox, the kernel started cold through the launcher."""
+    fork_kernels = False
 
 
 async def _started(cls, cwd, env=None):
@@ -52,31 +72,56 @@ async def _stop(km, kc):
 
 
 def test_forked_kernel_runs_where_and_as_asked(tmp_path):
-    """cwd, environment, own session, not our child, fresh numpy seed, no grader module preloaded."""
+    """Its own folder and environment, its own session, not our child, a fresh numpy seed, no
+    grader module loaded, and none of the grader's variables."""
     async def main():
-        env = {**os.environ, "ATTENTION_TEST_MARK": "forked"}
+        env = {**os.environ, "ATTENTION_TEST_MARK": "forked", "LANG": "C.UTF-8"}
         probe = ("import os, sys, numpy as np; print(os.getcwd()); print(os.environ.get('ATTENTION_TEST_MARK')); "
                  "print(os.getsid(0) == os.getpid()); print(np.random.random()); "
-                 "print(sorted(m for m in sys.modules if m.startswith(('attention_grading', 'attention_reference'))))")
-        outputs, pids = [], []
+                 "print(sorted(m for m in sys.modules if m.startswith(('attention_grading', 'attention_reference')))); "
+                 "print(os.environ.get('HOME')); print(os.environ.get('LANG'))")
+        outputs, pids, scratches = [], [], []
         for _ in range(2):
             km, kc = await _started(ForkingKernelManager, tmp_path, env)
             assert isinstance(km.provisioner.process, ForkedProcess), "the kernel was not forked"
             pids.append(km.provisioner.process.pid)
+            scratches.append(km.sandbox_request.scratch)
             outputs.append((await _run(kc, probe))[0].splitlines())
             await _stop(km, kc)
-        return outputs, pids
+        return outputs, pids, scratches
 
-    outputs, pids = asyncio.run(main())
-    for lines in outputs:
-        assert lines[0] == str(tmp_path)
-        assert lines[1] == "forked"
+    outputs, pids, scratches = asyncio.run(main())
+    for lines, scratch in zip(outputs, scratches):
+        assert lines[0] == os.path.join(scratch, "sandbox", "work")
+        assert lines[1] == "None", "a variable of the grader's environment reached the kernel"
         assert lines[2] == "True", "the kernel does not lead its own session (interrupts would miss it)"
         assert lines[4] == "[]", f"the zygote leaked grader modules into the kernel: {lines[4]}"
+        assert lines[5] == os.path.join(scratch, "sandbox", "home") and lines[6] == "C.UTF-8"
     assert outputs[0][3] != outputs[1][3], "two forked kernels share numpy's global random state"
     for pid in pids:
         with pytest.raises(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)  # a child of the zygote, not of the grader
+
+
+def test_cold_kernels_start_in_the_same_sandbox(tmp_path):
+    """With fork_kernels off, the kernel starts through the sandbox launcher: same folder, no
+    privileges, Landlock and seccomp."""
+    async def main():
+        km, kc = await _started(ColdKernelManager, tmp_path)
+        assert not isinstance(km.provisioner.process, ForkedProcess)
+        out, error = await _run(kc, "import os\nprint(os.getcwd())\nprint(open('/proc/self/status').read())\n"
+                                    "try:\n    os.listdir(" + repr(str(ROOT / "instructor")) + ")\n"
+                                    "except PermissionError:\n    print('instructor: denied')")
+        scratch = km.sandbox_request.scratch
+        await _stop(km, kc)
+        return out, error, scratch
+
+    out, error, scratch = asyncio.run(main())
+    assert error is None, out
+    assert out.splitlines()[0] == os.path.join(scratch, "sandbox", "work")
+    status = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+    assert status["CapEff"].strip() == "0000000000000000" and status["NoNewPrivs"].strip() == "1"
+    assert status["Seccomp"].strip() == "2" and "instructor: denied" in out
 
 
 def test_a_kernel_whose_port_was_taken_starts_again_on_fresh_ports(tmp_path, monkeypatch):
@@ -164,15 +209,15 @@ def test_forked_kernel_is_interrupted_and_killed_as_a_group(tmp_path):
 
 def test_other_kernel_commands_start_cold():
     """Only `python -m ipykernel_launcher` is forked; anything else falls back to a cold start."""
-    assert forked_kernels.zygote_for(["/bin/sh", "-c", "true"], dict(os.environ)) is None
+    assert kernels.zygote_for(["/bin/sh", "-c", "true"]) is None
 
 
 def test_orphaned_forked_kernels_exit_with_their_zygote(tmp_path):
-    """If the zygote goes away, its kernels notice their parent is gone and exit."""
+    """If the zygote goes away, its kernels die with it (parent-death signal): nothing outlives grading."""
     async def main():
         km, kc = await _started(ForkingKernelManager, tmp_path)
         pid = km.provisioner.process.pid
-        for z in list(forked_kernels._zygotes.values()):
+        for z in list(kernels._zygotes.values()):
             z.process.send_signal(signal.SIGKILL)
         process = km.provisioner.process
         for _ in range(100):
@@ -184,7 +229,7 @@ def test_orphaned_forked_kernels_exit_with_their_zygote(tmp_path):
         if not gone:
             os.kill(pid, signal.SIGKILL)
         await km.shutdown_kernel(now=True)
-        forked_kernels.close_all()
+        kernels.close_all()
         return gone
 
     gone = asyncio.run(main())
@@ -214,13 +259,15 @@ def _outputs(nb):
 
 @pytest.mark.parametrize("lesson", ["01_context_vectors", "04_causal_masking"])
 def test_a_lesson_runs_to_the_same_outputs_forked_or_cold(lesson, monkeypatch):
-    """The solved lesson, executed by nbclient in a cold and in a forked kernel: same outputs, pictures included."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT / "instructor" / "grading"),
-                                                      os.environ.get("PYTHONPATH", "")]))
+    """The solved lesson (its hidden test blocks left out: the grader runs those from outside),
+    executed by nbclient in a plain cold kernel and in a sandboxed forked one: same outputs,
+    pictures included."""
     path = ROOT / "solutions" / lesson / f"{lesson}.ipynb"
     runs = {}
     for cls in (AsyncKernelManager, ForkingKernelManager):
         nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            cell.source = split_hidden(cell.source)[0]
         NotebookClient(nb, timeout=60, kernel_name="python3", kernel_manager_class=cls,
                        resources={"metadata": {"path": str(path.parent)}}).execute()
         runs[cls.__name__] = _outputs(nb)

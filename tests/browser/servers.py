@@ -1,0 +1,163 @@
+"""JupyterLab servers for the browser tests: ports, private Jupyter folders, start, stop, logs."""
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from conftest import ROOT, course_env
+
+JUPYTER = Path(sys.executable).parent / "jupyter"
+
+# JupyterLab's own settings for these servers: no news or update checks (there is no network),
+# and nothing read from or written to the user's ~/.jupyter.
+LAB_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+        {"fetchNews": "false", "checkForUpdates": False},
+}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def lab_env(home):
+    """The course environment plus private Jupyter folders under ``home``."""
+    env = course_env()
+    for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
+                     ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
+                     ("JUPYTERLAB_SETTINGS_DIR", "settings"), ("IPYTHONDIR", "ipython")):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+        env[var] = str(home / sub)
+    for name, value in LAB_SETTINGS.items():
+        path = home / "settings" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value))
+    env.pop("JUPYTER_TOKEN", None)
+    env.pop("BROWSER", None)
+    return env
+
+
+def root_flag():
+    return ["--allow-root"] if os.geteuid() == 0 else []
+
+
+class Lab:
+    """A running JupyterLab: its URL, token, process group and log."""
+
+    def __init__(self, command, cwd, env, port, token, log_path, runtime_dir):
+        self.port, self.token, self.log_path = port, token, log_path
+        self.runtime_dir = Path(runtime_dir)
+        self.base = f"http://127.0.0.1:{port}"
+        self._log = open(log_path, "w")
+        self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=self._log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+
+    def url(self, path):
+        sep = "&" if "?" in path else "?"
+        return f"{self.base}{path}{sep}token={self.token}"
+
+    def get(self, path, method="GET", timeout=10):
+        request = urllib.request.Request(f"{self.base}{path}", method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def log_tail(self, lines=40):
+        self._log.flush()
+        return "\n".join(Path(self.log_path).read_text(errors="replace").splitlines()[-lines:])
+
+    def wait_ready(self, timeout=180):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"JupyterLab exited with {self.proc.returncode}:\n{self.log_tail()}")
+            try:
+                self.get("/api/status", timeout=3)
+                return self
+            except (urllib.error.URLError, OSError, ValueError):
+                time.sleep(0.3)
+        raise AssertionError(f"JupyterLab did not answer /api/status within {timeout} s:\n{self.log_tail()}")
+
+    def shutdown_kernels(self):
+        """Shut the test's kernels down in the background (the server stops at the end anyway)."""
+        def shutdown():
+            try:
+                for session in self.get("/api/sessions"):
+                    self.get(f"/api/sessions/{session['id']}", method="DELETE", timeout=60)
+            except (urllib.error.URLError, OSError):
+                pass
+        threading.Thread(target=shutdown, daemon=True).start()
+
+    def in_background(self, path):
+        """GET ``path`` in a background thread (to warm something up while other tests run)."""
+        def fetch():
+            try:
+                self.get(path, timeout=180)
+            except (urllib.error.URLError, OSError, ValueError):
+                pass    # whatever went wrong, the test that needs it will see it
+        threading.Thread(target=fetch, daemon=True).start()
+
+    def stop(self):
+        """Stop the server's whole process group (make, jupyter, kernels), gently first."""
+        if self._log.closed:
+            return
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+            except ProcessLookupError:
+                pass
+        try:    # kernels the server started live in its process group; leave none behind
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self._log.close()
+
+
+def start_course_lab(course, home, log_path):
+    """JupyterLab at the root of the course copy ``course`` (so nbgrader finds its config), on
+    127.0.0.1, a free port and a random token; started, not awaited (``Lab.wait_ready``)."""
+    port, token = free_port(), secrets.token_hex(24)
+    command = [str(JUPYTER), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+               f"--ServerApp.token={token}", f"--ServerApp.root_dir={course}", *root_flag()]
+    return Lab(command, course, lab_env(home), port, token, log_path, home / "runtime")
+
+
+def make_lab_env(home):
+    """The environment of ``make lab`` as typed in a shell (not nested in ``make test``)."""
+    env = lab_env(home)
+    for var in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES"):
+        env.pop(var, None)
+    return env
+
+
+def make_lab_would_reinstall(env):
+    """Why ``make lab`` would (re)install the course environment before starting, or None."""
+    stale = subprocess.run(["make", "-q", ".venv/.installed"], cwd=ROOT, env=env, capture_output=True)
+    if stale.returncode == 0:
+        return None
+    return ("the course environment's stamp .venv/.installed is missing or older than "
+            "pyproject.toml, so `make lab` would (re)install the environment first: run "
+            "`make test` (which refreshes it before the tests) or `make lab` once")
+
+
+def start_make_lab(env, home, log_path):
+    """``make lab`` from the repository as the README says, on a free port with a token;
+    ``env`` from ``make_lab_env(home)``."""
+    port, token = free_port(), secrets.token_hex(24)
+    command = ["make", "lab", f"LAB_ARGS=--no-browser --port={port} --ServerApp.token={token}"]
+    return Lab(command, ROOT, env, port, token, log_path, home / "runtime")
