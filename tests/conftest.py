@@ -60,7 +60,7 @@ def lessons():
 
 # ---------------------------------------------------------------- background runs (tests/background.py)
 
-BACKGROUND_FIXTURES = ("validation", "graded")
+BACKGROUND_FIXTURES = ("validation", "graded", "hostile")
 
 
 def lessons_using(session, fixture):
@@ -90,6 +90,10 @@ def pytest_collection_finish(session):
         selected = lessons_using(session, fixture)
         if selected:
             background.start(fixture, function, selected)
+    if any("hostile" in getattr(item, "fixturenames", ()) for item in session.items):
+        import test_hostile_catalogue
+
+        background.start("hostile", test_hostile_catalogue.grade_hostile)
 
 
 # Lines for the very end of the run (tests append): the end of a CI log is often all one sees.

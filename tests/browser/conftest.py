@@ -10,12 +10,13 @@ import pytest
 
 from conftest import ROOT, copy_course
 
-from .pages import new_context, open_tab
+from .pages import browser_context, open_tab
 from .servers import make_lab_env, make_lab_would_reinstall, start_course_lab, start_make_lab
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+
 
 @pytest.fixture(scope="package")
 def artifacts():
@@ -69,11 +70,8 @@ def make_lab(artifacts, tmp_path_factory):
     if reason:
         yield None, reason
         return
-    server = start_make_lab(env, home, artifacts / "make-lab.log")
-    try:
+    with start_make_lab(env, home, artifacts / "make-lab.log") as server:
         yield server, None
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="package")
@@ -81,26 +79,20 @@ def lab(course, artifacts, tmp_path_factory, request):
     """JupyterLab serving ``course`` from its root (the learner's and the instructor's lab)."""
     if any("make_lab" in getattr(item, "fixturenames", ()) for item in request.session.items):
         request.getfixturevalue("make_lab")     # start `make lab` now, so both start up together
-    server = start_course_lab(course, tmp_path_factory.mktemp("browser-jupyter"),
-                              artifacts / "jupyterlab.log")
-    try:
+    with start_course_lab(course, tmp_path_factory.mktemp("browser-jupyter"),
+                          artifacts / "jupyterlab.log") as server:
         server.wait_ready()
         # The formgrader creates the gradebook (alembic) on first use: let that happen while
         # the notebook tests run rather than inside the formgrader test.
         server.in_background("/formgrader/api/assignments")
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="package")
 def lab_context(browser, lab):
     """One browser profile for the course's lab (its cache spares reloading JupyterLab each test)."""
-    context = new_context(browser)
-    try:
+    with browser_context(browser) as context:
         yield context
-    finally:
-        context.close()
 
 
 @pytest.fixture

@@ -103,11 +103,15 @@ class Tab:
         self.page.wait_for_timeout(300)
 
 
-def new_context(browser):
+@contextlib.contextmanager
+def browser_context(browser):
     """A browser profile of its own, with the tests' viewport and a 60 s default timeout."""
     context = browser.new_context(viewport=VIEWPORT)
     context.set_default_timeout(60_000)
-    return context
+    try:
+        yield context
+    finally:
+        context.close()
 
 
 def artifact_name(request):

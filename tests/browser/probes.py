@@ -53,7 +53,10 @@ class Probe:
                 f"<img src=x onerror=\"{self.script(vector + '-img-onerror')}\">")
 
     def watch(self, page):
-        """Record and dismiss every dialog ``page`` (or a frame of it) opens."""
+        """Start afresh on ``page`` (earlier calls and dialogs forgotten): record and dismiss
+        every dialog it or a frame of it opens."""
+        self.forget()
+
         def dismiss(dialog):
             self.dialogs.append(dialog.message)
             dialog.dismiss()

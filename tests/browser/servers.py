@@ -62,6 +62,12 @@ class Lab:
         self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=self._log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
     def url(self, path):
         sep = "&" if "?" in path else "?"
         return f"{self.base}{path}{sep}token={self.token}"

@@ -10,9 +10,12 @@ opens it in the formgrader inside JupyterLab, and the feedback HTML is opened as
 would. Nothing may run, and the learner's words must still be shown.
 
 A control renders the submission as handed in through the formgrader's own template, without
-sanitising: every payload runs there, so the checks can fail. Two tests marked ``xfail`` record
-holes that sanitising does not close yet (see their reasons).
+sanitising: every payload runs there, so the checks can fail. Two more tests close holes found
+on the way: image size metadata that nbconvert writes into the page unquoted, and a file handed in
+beside the notebook that the formgrader would serve from its own origin.
 """
+import contextlib
+import importlib.util
 import json
 from pathlib import Path
 
@@ -22,7 +25,7 @@ import pytest
 from conftest import copy_course
 from grading_helpers import LESSON, notebook, run_grade, submit
 
-from .pages import new_context, open_tab
+from .pages import browser_context, open_tab
 from .probes import Probe
 from .scripts import JS_ACTIVE_CONTENT
 from .servers import start_course_lab
@@ -36,6 +39,7 @@ HTML_OUTPUT_WORDS = "Weights the learner printed as HTML"
 MARKDOWN_OUTPUT_WORDS = "Weights the learner printed as Markdown"
 LINKED_FILE = "derivation.html"     # handed in beside the notebook, linked from the answer
 LINK_TEXT = "my derivation"
+LEARNER_CELL_ID = "learner-displays"    # the code cell the learner added
 
 #: Where the learner hid script: the payloads of ``hostile_submission``, by vector name.
 VECTORS = ["answer-script", "answer-img-onerror", "output-html-script", "output-html-img-onerror",
@@ -63,15 +67,19 @@ def learner_code_cell(probe):
     outputs = [{"output_type": "display_data", "metadata": {},
                 "data": {DISPLAY_TYPES[kind]: text, "text/plain": f"<IPython.core.display.{kind} object>"}}
                for kind, text in displays]
-    return {"cell_type": "code", "id": "learner-displays", "metadata": {}, "execution_count": 1,
+    return {"cell_type": "code", "id": LEARNER_CELL_ID, "metadata": {}, "execution_count": 1,
             "outputs": outputs, "source": source}
+
+
+def is_written_answer(cell):
+    return cell["metadata"].get("nbgrader", {}).get("grade_id") == ANSWER_ID
 
 
 def hostile_submission(probe):
     """Lesson 01 solved, with script in the written answer and in a code cell of the learner's
     (a notebook as a dict, its last cell the learner's)."""
     nb = json.loads(notebook("correct"))
-    answers = [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == ANSWER_ID]
+    answers = [c for c in nb["cells"] if is_written_answer(c)]
     assert len(answers) == 1, f"lesson 01 has no single written answer {ANSWER_ID}"
     answers[0]["source"] = (probe.html(ANSWER_WORDS, "answer")
                             + f"\n\nThe algebra is in [{LINK_TEXT}]({LINKED_FILE}).")
@@ -79,8 +87,13 @@ def hostile_submission(probe):
     return nb
 
 
+def learner_cells(nb):
+    """``nb`` cut down to the cells the learner wrote script into (every payload; quick to render)."""
+    return {**nb, "cells": [c for c in nb["cells"] if is_written_answer(c) or c.get("id") == LEARNER_CELL_ID]}
+
+
 def notebook_node(nb):
-    """The notebook ``nb`` (a dict as on disk) as nbformat reads it from a file."""
+    """The notebook ``nb`` (a dict, as on disk or as nbformat holds it) as nbformat reads it."""
     return nbformat.reads(json.dumps(nb), as_version=4)
 
 
@@ -88,12 +101,14 @@ def formgrader_render(nb, path):
     """The notebook ``nb`` rendered to ``path`` as the formgrader renders a submission
     (its template, its scripts loaded from the installed nbgrader), and nothing else done to it."""
     from nbconvert import HTMLExporter
-    from nbgrader.server_extensions.formgrader import handlers
 
-    exporter = HTMLExporter(template_name="formgrade", extra_template_basedirs=[handlers.template_path])
+    # nbgrader/server_extensions/formgrader/{templates,static}, found without importing the server
+    formgrader = Path(importlib.util.find_spec("nbgrader").submodule_search_locations[0],
+                      "server_extensions", "formgrader")
+    exporter = HTMLExporter(template_name="formgrade", extra_template_basedirs=[str(formgrader / "templates")])
     resources = {"assignment_id": LESSON, "notebook_id": LESSON, "submission_id": "control",
                  "index": 0, "total": 1, "student": STUDENT, "first_name": None, "last_name": None,
-                 "base_url": Path(handlers.root_path).parent.as_uri(), "notebook_path": ""}
+                 "base_url": formgrader.parent.as_uri(), "notebook_path": ""}
     html, _ = exporter.from_notebook_node(notebook_node(nb), resources=resources)
     path.write_text(html)
     return path
@@ -136,46 +151,34 @@ def hostile_course(tmp_path_factory, probe):
 @pytest.fixture(scope="module")
 def formgrader_lab(hostile_course, artifacts, tmp_path_factory):
     """JupyterLab at the root of the hostile course; ``make grade`` grades it while the lab starts."""
-    server = start_course_lab(hostile_course, tmp_path_factory.mktemp("sanitising-jupyter"),
-                              artifacts / "formgrader-sanitizes-jupyterlab.log")
-    try:
+    with start_course_lab(hostile_course, tmp_path_factory.mktemp("sanitising-jupyter"),
+                          artifacts / "formgrader-sanitizes-jupyterlab.log") as server:
         graded = run_grade(hostile_course, "--workers", "1", "--no-report")
         assert graded.returncode == 0, f"make grade failed:\n{graded.stdout}\n{graded.stderr[-3000:]}"
         server.wait_ready()
         yield server
-    finally:
-        server.stop()
 
 
-@pytest.fixture(scope="module")
-def formgrader_context(browser, formgrader_lab):
-    context = new_context(browser)
-    try:
-        yield context
-    finally:
-        context.close()
-
-
-@pytest.fixture
-def grader_tab(formgrader_context, formgrader_lab, request, artifacts, probe):
-    """A tab on the hostile course's lab; the probe forgets earlier tests and watches for dialogs."""
-    with open_tab(formgrader_context, formgrader_lab, request, artifacts) as tab:
-        probe.forget()
+@contextlib.contextmanager
+def watched_tab(browser, lab, request, artifacts, probe):
+    """A tab in a browser profile of its own (on ``lab``, or on files when None), watched by the probe."""
+    with browser_context(browser) as context, open_tab(context, lab, request, artifacts) as tab:
         probe.watch(tab.page)
         yield tab
 
 
 @pytest.fixture
+def grader_tab(browser, formgrader_lab, request, artifacts, probe):
+    """A tab on the hostile course's lab."""
+    with watched_tab(browser, formgrader_lab, request, artifacts, probe) as tab:
+        yield tab
+
+
+@pytest.fixture
 def file_tab(browser, request, artifacts, probe):
-    """A tab in a browser profile of its own, for pages opened from files (no server)."""
-    context = new_context(browser)
-    try:
-        with open_tab(context, None, request, artifacts) as tab:
-            probe.forget()
-            probe.watch(tab.page)
-            yield tab
-    finally:
-        context.close()
+    """A tab for pages opened from files (no server)."""
+    with watched_tab(browser, None, request, artifacts, probe) as tab:
+        yield tab
 
 
 def submission_id(lab):
@@ -201,7 +204,8 @@ def test_formgrader_shows_the_submission_without_running_its_script(grader_tab, 
     frame.get_by_role("link", name="Submission #1").click()
     answer = frame.locator(".nbgrader_cell", has=frame.locator(f"#{ANSWER_ID}"))
     answer.wait_for()
-    submission = next(f for f in tab.page.frames if "/formgrader/submissions/" in f.url)
+    submission = next((f for f in tab.page.frames if "/formgrader/submissions/" in f.url), None)
+    assert submission, f"no frame shows the submission: {[f.url for f in tab.page.frames]}"
     tab.shot("submission")
 
     probe.assert_nothing_ran(tab.page, "the formgrader's view of the submission")
@@ -223,15 +227,16 @@ def test_feedback_shows_the_submission_without_running_its_script(grader_tab, fo
     for where, url in (("files", formgrader_lab.url(f"/files/{feedback}")),
                        ("file", (hostile_course / feedback).as_uri())):
         tab.page.goto(url)
-        tab.shot(f"feedback-from-{where}", full_page=True)
         probe.assert_nothing_ran(tab.page, f"the feedback opened from {url}")
         assert_no_active_content(tab.page.main_frame, f"the feedback opened from {url}")
         assert_learner_text_shown(tab.page, ANSWER_WORDS, HTML_OUTPUT_WORDS, MARKDOWN_OUTPUT_WORDS)
+        tab.scroll_to(tab.page.get_by_text(ANSWER_WORDS).first)
+        tab.shot(f"feedback-from-{where}")
 
 
 def test_every_payload_runs_where_nothing_sanitises(file_tab, probe, tmp_path):
-    """Control: the submission as handed in, rendered by the formgrader's template unsanitised, runs every payload."""
-    page = formgrader_render(hostile_submission(probe), tmp_path / "unsanitised.html")
+    """Control: the learner's cells as handed in, rendered by the formgrader's template unsanitised, run every payload."""
+    page = formgrader_render(learner_cells(hostile_submission(probe)), tmp_path / "unsanitised.html")
     file_tab.page.goto(page.as_uri())
     ran = probe.evidence(file_tab.page)
     file_tab.shot("unsanitised-control", full_page=True)
@@ -241,15 +246,11 @@ def test_every_payload_runs_where_nothing_sanitises(file_tab, probe, tmp_path):
     assert sorted(ran["dialogs"]) == sorted(f"pwned: {vector}" for vector in VECTORS), ran["dialogs"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known hole: SanitizeLearnerHTML passes image/png and image/jpeg outputs with their metadata, "
-    "and nbconvert's classic template (formgrader and feedback) writes width/height unquoted: "
-    "width={{ width | escape_html }}, so a width of '1 onerror=...' becomes an event handler"))
 def test_image_size_metadata_adds_no_event_handler(file_tab, probe, tmp_path):
     """An image output whose width metadata smuggles an onerror handler runs nothing once sanitised."""
     from attention_grading.sanitize import SanitizeLearnerHTML
 
-    nb = hostile_submission(probe)
+    nb = learner_cells(hostile_submission(probe))
     nb["cells"][-1]["outputs"] = [{   # what display({"image/png": ...}, raw=True, metadata=...) sends
         "output_type": "display_data", "data": {"image/png": "AAAA", "text/plain": "a plot"},
         "metadata": {"image/png": {"width": f"1 onerror={probe.script_without_spaces('image-width')}"}}}]
@@ -260,10 +261,6 @@ def test_image_size_metadata_adds_no_event_handler(file_tab, probe, tmp_path):
     probe.assert_nothing_ran(file_tab.page, "the formgrader's rendering of a sanitised image output")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known hole: a file handed in beside the notebook is copied to autograded/, and the formgrader "
-    "serves it from its own origin (/formgrader/submissions/<id>/<file>); a relative link in an "
-    "answer survives sanitising, so one click runs the learner's page with the grader's session"))
 def test_a_file_linked_from_the_answer_runs_no_script(grader_tab, formgrader_lab, probe):
     """Clicking a link in the answer to a file handed in with the notebook runs none of its script."""
     tab = grader_tab

@@ -12,6 +12,8 @@ pytestmark = pytest.mark.browser
 
 def test_learner_opens_lesson_01_release(tab, course):
     """From the file browser, notebooks/ → 01_context_vectors → the notebook: rendered, with its stubs."""
+    from playwright.sync_api import expect
+
     lesson = "01_context_vectors"
     rel = require(course, "notebooks", lesson)
     release = cells(course / rel)
@@ -42,17 +44,18 @@ def test_learner_opens_lesson_01_release(tab, course):
     assert title.text_content().startswith("Lesson 01"), title.text_content()
     current = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-current .lm-TabBar-tabLabel")
     assert current.text_content() == f"{lesson}.ipynb"
-    # The exercise stubs are there, as code the learner can edit.
+    # The exercise stubs are there, as code the learner can edit. (Cells render after the
+    # notebook opens: the counts are awaited, up to the default timeout.)
     stub_cells = notebook.locator(".jp-CodeCell", has=page.locator(
         ".cm-content", has_text="raise NotImplementedError()"))
-    assert stub_cells.count() == len(stubs), \
-        f"{stub_cells.count()} stubs shown, {len(stubs)} solution cells in the release"
+    expect(stub_cells, f"one stub shown for each of the release's {len(stubs)} solution cells"
+           ).to_have_count(len(stubs))
     for i in range(stub_cells.count()):
         text = stub_cells.nth(i).locator(".cm-content").text_content()
         assert "# YOUR CODE HERE" in text, text
         assert stub_cells.nth(i).locator(".cm-content").get_attribute("contenteditable") == "true"
     written = notebook.locator(".jp-MarkdownCell .jp-RenderedMarkdown", has_text="YOUR ANSWER HERE")
-    assert written.count() == len(answers)
+    expect(written, f"the release's {len(answers)} written answers shown").to_have_count(len(answers))
     # A fresh release: nothing has run, nothing is shown as output.
     assert notebook.locator(".jp-OutputArea-output").count() == 0
     assert all(p.strip() in ("[ ]:", "") for p in tab.prompts()), tab.prompts()

@@ -65,7 +65,8 @@ class GuardedExecute(Execute):
 
     notebook_timeout = Integer(600, help="Seconds for the whole notebook; later cells are not run.").tag(config=True)
     hidden_test_timeout = Integer(None, allow_none=True,
-                                  help="Seconds for one hidden test (default: Execute.timeout).").tag(config=True)
+                                  help="Seconds for each call of a hidden test (default: Execute.timeout; "
+                                       "the measurement calls get four times that).").tag(config=True)
     max_stream_chars = Integer(100_000, help="Printed characters kept per cell.").tag(config=True)
     max_outputs = Integer(50, help="Outputs kept per cell.").tag(config=True)
     max_restarts = Integer(12, help="Fresh kernels per notebook after crashes or hangs.").tag(config=True)
@@ -196,9 +197,14 @@ class GuardedExecute(Execute):
         except DeadKernelError:
             cell.outputs.append(error_output("KernelDied", "the kernel died while running this cell (os._exit, "
                                              "a crash, or too much memory); later cells ran in a fresh kernel"))
-            self._crashed.append(index)
-            self._mark_broken(cell.source, index)
-            self._recover(index)
+            self._crash(cell, index)
+            return cell, resources
+        except Exception as exc:       # a message the client cannot read: the kernel broke the protocol
+            cell.outputs.append(error_output("KernelProtocolError", "the kernel sent a message the grader "
+                                             f"cannot read ({type(exc).__name__}); later cells ran in a fresh kernel"))
+            self._notes.flags.append(vars(Flag(f"the kernel broke the messaging protocol ({type(exc).__name__})",
+                                               index, grade_id(cell))))
+            self._crash(cell, index)
             return cell, resources
         timed_out = any(o.get("ename") == "CellTimeoutError" for o in cell.outputs)
         if timed_out:
@@ -207,6 +213,11 @@ class GuardedExecute(Execute):
             if not self._responsive():
                 self._hang(cell, index, mark=False)
         return cell, resources
+
+    def _crash(self, cell, index):
+        self._crashed.append(index)
+        self._mark_broken(cell.source, index)
+        self._recover(index)
 
     def _hang(self, cell, index, mark=True):
         self._hung_once = True
@@ -240,20 +251,26 @@ class GuardedExecute(Execute):
         spec = spec_module.get(name)
         cases = spec.cases()
         batches, callbacks = plan_calls(spec, cases)
-        conversation = Conversation(spec, self._reference, batches, callbacks, self._completed)
+        conversation = Conversation(spec, self._reference, batches, callbacks, self._completed, len(cases))
         session = KernelSession(self.kc, self.km)
         started = monotonic()
-        timeout = min(self.hidden_test_timeout or self.timeout or 30, max(self._deadline - monotonic(), 1))
+        timeout = self.hidden_test_timeout or self.timeout or 30
         stopped = None
         try:
-            run_sync(session.run)(conversation, timeout)
+            try:
+                run_sync(session.run)(conversation, timeout, until=max(self._deadline, monotonic() + 1))
+            except StopTest:
+                raise
+            except Exception as exc:    # a message the grader cannot read
+                raise StopTest(REFUSED, conversation.calls_done,
+                               f"the kernel sent a message the grader cannot read ({type(exc).__name__})") from None
         except StopTest as stop:
             stopped = stop
             if stop.kind == CRASHED:
                 self._crashed.append(index)
                 self._mark_broken(cell.source, index)
                 self._recover(index)
-            elif not run_sync(session.settle)(self.km):
+            elif stop.kind == REFUSED or not run_sync(session.settle)(self.km):
                 # it ignored the interrupt (or the protocol broke): a fresh kernel goes on
                 if stop.kind == TIMEOUT:
                     self._hung.append(index)
@@ -313,7 +330,7 @@ class GuardedExecute(Execute):
                     self.execute_cell(copy.deepcopy(original), j, store_history=True)
                     self.nb.cells[j] = original  # keep what the first run showed
                 return
-            except DeadKernelError:
+            except Exception:          # it died again, or broke the protocol: skip that cell
                 self.nb.cells[j] = original
                 self._crashed.append(j)
 

@@ -109,9 +109,10 @@ def _too_big(values):
 class Conversation:
     """The grader's side of one hidden test (see the module docstring)."""
 
-    def __init__(self, spec, reference, batches, callbacks, completed):
+    def __init__(self, spec, reference, batches, callbacks, completed, cases_batches=None):
         self.spec, self.reference = spec, reference
         self.batches, self.callbacks = batches, callbacks
+        self.cases_batches = cases_batches if cases_batches is not None else len(batches)
         self.completed = set(completed)
         self.results, self.next_batch, self.requests = [], 0, 0
         self.started = self.finished = False
@@ -185,11 +186,16 @@ class KernelSession:
         for channel in (self.kc.stdin_channel, self.kc.shell_channel, self.kc.iopub_channel):
             channel.socket.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
 
-    async def run(self, conversation, timeout):
-        """Serve until the probe's execute reply arrives; StopTest on a timeout or a dead kernel."""
+    async def run(self, conversation, timeout, until=None):
+        """Serve until the probe's execute reply arrives; StopTest on a timeout or a dead kernel.
+
+        Each batch of calls gets ``timeout`` seconds (the measurement batch, four times that),
+        counted from the moment the kernel receives it, and none may run past ``until``
+        (a ``time.monotonic()`` value: the notebook's own limit)."""
         self.msg_id = msg_id = self.kc.execute(PROBE_CODE, silent=False, store_history=False, allow_stdin=True,
                                  stop_on_error=False)
-        deadline = time.monotonic() + timeout
+        until = until or float("inf")
+        deadline = min(time.monotonic() + timeout, until)
         poller = zmq.asyncio.Poller()
         stdin, shell, iopub = (self.kc.stdin_channel.socket, self.kc.shell_channel.socket,
                                self.kc.iopub_channel.socket)
@@ -216,7 +222,11 @@ class KernelSession:
                     message = json.loads(prompt[len(kernel_probe.MAGIC):])
                 except ValueError:
                     raise StopTest(REFUSED, conversation.calls_done, "the kernel sent a malformed request") from None
-                self.kc.input(json.dumps(conversation.reply(message)))
+                reply = conversation.reply(message)
+                if "calls" in reply:       # a new batch: its own time
+                    share = 4 if conversation.next_batch > conversation.cases_batches else 1
+                    deadline = min(time.monotonic() + share * timeout, until)
+                self.kc.input(json.dumps(reply))
             if shell in events:
                 reply = await self.kc.shell_channel.get_msg(timeout=0)
                 if reply.get("parent_header", {}).get("msg_id") != msg_id:
@@ -262,7 +272,7 @@ def run_locally(spec, reference, namespace, completed=()):
     """The hidden test in this process: the learner's functions are looked up in ``namespace``."""
     cases = spec.cases()
     batches, callbacks = plan_calls(spec, cases)
-    conversation = Conversation(spec, reference, batches, callbacks, completed or spec.substitutes)
+    conversation = Conversation(spec, reference, batches, callbacks, completed or spec.substitutes, len(cases))
     kernel_probe.serve(namespace, conversation.reply)
     return decide(spec, reference, cases, conversation)
 

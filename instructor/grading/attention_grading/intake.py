@@ -112,7 +112,7 @@ def scan(root, lessons, students=None):
                     else:
                         continue
                 else:
-                    message = "extra file, not graded (nbgrader copies it next to the graded notebook)"
+                    message = "extra file, not graded (the notebook may read it while it runs; it is not kept in autograded/)"
                 problems.append(Problem(student, lesson, str(extra.relative_to(root)), message, fatal=False))
             if not expected.is_file():
                 if other_notebooks:

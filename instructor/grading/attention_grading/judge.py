@@ -138,8 +138,9 @@ def judge_case(spec, R, case, result):
     return None
 
 
-def judge(spec, R, cases, results, extra_results=()):
-    """The verdict on a learner's function from its results on every case (and extra calls)."""
+def judge(spec, R, cases, results, extra_results=None):
+    """The verdict on a learner's function from its results on every case, and on the extra
+    calls when ``extra_results`` is given (None: the measurements are not judged)."""
     for case, result in zip(cases, results):
         failure = judge_case(spec, R, case, result)
         if failure:
@@ -149,7 +150,7 @@ def judge(spec, R, cases, results, extra_results=()):
     if len(results) < len(cases):
         return Verdict(spec.name, False, "The hidden test did not run to completion.", kind=WRONG,
                        cases=len(cases))
-    if spec.judge_extra is not None:
+    if spec.judge_extra is not None and extra_results is not None:
         decoded = [dict(r, value=kernel_probe.decode(r["value"])) if "value" in r else r for r in extra_results]
         problem = spec.judge_extra(R, decoded)
         if problem:

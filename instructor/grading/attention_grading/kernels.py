@@ -100,11 +100,16 @@ class Zygote:
 
 
 def zygote_environment():
-    """The zygote's own environment: the grader's, without anything that would put grading code
-    on the import path of the kernels forked from it (they get their own environment)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
+    """The zygote's own environment: only what imports read (paths, locale, matplotlib's caches),
+    never the grader's other variables. A forked kernel's memory is a copy of the zygote's
+    (``/proc/self/environ`` included), so nothing secret may ever be in it."""
+    import matplotlib
+
+    env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "HOME")
+           if k in os.environ}
     env.update({k: "1" for k in BLAS_THREADS})
-    env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    env["MPLCONFIGDIR"] = matplotlib.get_configdir()    # its font cache: built once, not per zygote
     return env
 
 

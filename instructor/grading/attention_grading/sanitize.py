@@ -1,9 +1,11 @@
-"""Autograde and feedback step: no HTML or JavaScript a learner wrote or printed ever runs in the
-instructor's browser (the formgrader, the feedback, an autograded notebook opened in a page).
+"""Autograde and feedback steps: no HTML or JavaScript a learner wrote, printed or handed in ever
+runs in the instructor's browser (the formgrader, the feedback, an autograded notebook opened in a
+page).
 
 Sanitised with bleach, the sanitiser nbconvert uses for ``HTMLExporter.sanitize_html``:
 - code cell outputs (printed by learner code): HTML and Markdown are always cleaned (only
-  harmless tags and attributes kept);
+  harmless tags and attributes kept); output metadata keeps only numeric image sizes (nbconvert
+  writes them into the page unquoted), and an image that is not base64 is dropped;
   JavaScript, SVG and every other type that a page could run are dropped; text, images and
   JSON pass;
 - Markdown cells (answers, and any prose a learner edited): their rendered HTML is compared with
@@ -75,17 +77,58 @@ def dangerous(html):
     return any(clean(html + tail) != _serialised(html + tail) for tail in CONTEXTS)
 
 
+def _size(value):
+    """A width or height as a plain number, or None (templates write it into a tag unquoted)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    try:
+        return float(str(value).strip().rstrip("px"))
+    except ValueError:
+        return None
+
+
+def clean_metadata(metadata):
+    """Output metadata reduced to numeric image sizes: nothing a template writes into a page
+    (file names, flags, alt text) is kept from learner code."""
+    out = {}
+    for key, value in dict(metadata or {}).items():
+        if key in ("width", "height") and _size(value) is not None:
+            out[key] = _size(value)
+        elif key.startswith("image/") and isinstance(value, dict):
+            sizes = {k: _size(v) for k, v in value.items() if k in ("width", "height") and _size(v) is not None}
+            if sizes:
+                out[key] = sizes
+    return out
+
+
+def _is_base64(text):
+    import base64
+    import binascii
+
+    try:
+        base64.b64decode("".join(text) if isinstance(text, list) else text, validate=True)
+        return True
+    except (binascii.Error, ValueError, TypeError):
+        return False
+
+
 class SanitizeLearnerHTML(NbGraderPreprocessor):
     """Clean learner-controlled HTML (see the module docstring)."""
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "code":
             for output in cell.get("outputs", []):
+                if "metadata" in output:
+                    output["metadata"] = clean_metadata(output["metadata"])
                 data = output.get("data")
                 if not data:
                     continue
                 for key in list(data):
-                    if key in SAFE_OUTPUT_TYPES:
+                    if key.startswith("image/") and key != "image/svg+xml" and not _is_base64(data[key]):
+                        del data[key]          # an image is base64, or it is not an image
+                    elif key in SAFE_OUTPUT_TYPES:
                         continue
                     if key in CLEANED_OUTPUT_TYPES:      # printed by learner code: always cleaned
                         text = "".join(data[key]) if isinstance(data[key], list) else data[key]
@@ -98,3 +141,27 @@ class SanitizeLearnerHTML(NbGraderPreprocessor):
             if dangerous(html):
                 cell.source = clean(html)
         return cell, resources
+
+
+class RemoveHandedInFiles(NbGraderPreprocessor):
+    """Keep no file a learner handed in beside the notebook in ``autograded/``: the formgrader
+    serves that folder from the Jupyter server's own origin, where an HTML file would run with the
+    instructor's session. (The kernel had them: ``GuardedExecute`` copies them into its sandbox.)"""
+
+    keep = ("grading-notes.json", "grading-result.json", "timestamp.txt")
+
+    def preprocess(self, nb, resources):
+        import os
+        import shutil
+
+        folder = (resources.get("metadata") or {}).get("path")
+        if folder and os.environ.get("NBGRADER_EXECUTION") == "autograde" and os.path.isdir(folder):
+            for name in os.listdir(folder):
+                path = os.path.join(folder, name)
+                if name.endswith(".ipynb") or name in self.keep:
+                    continue
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
+        return nb, resources
