@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import attention_reference as R
-from attention_course import seeds, widgets
+from attention_course import examples, widgets
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -14,18 +14,18 @@ def jacobian(p):
 
 
 def test_causal_read_by_prefixes_is_the_masked_read():
-    X, W_Q, W_K, W_V, _ = seeds.the_cat_sat_it()
+    X, W_Q, W_K, W_V, _ = examples.the_cat_sat_it()
     O, A = widgets.causal_read(R.self_attention, X, W_Q, W_K, W_V)
     O_ref, A_ref = R.causal_self_attention(X, W_Q, W_K, W_V)
     np.testing.assert_allclose(A, A_ref, atol=1e-15)
     np.testing.assert_allclose(O, O_ref, atol=1e-15)
-    np.testing.assert_array_equal(np.round(A, 3), seeds.IT_WEIGHTS_QUOTED)
+    np.testing.assert_array_equal(np.round(A, 3), examples.IT_WEIGHTS_QUOTED)
 
 
 def test_it_example_state_defaults_to_seed_004_and_follows_its_controls():
     state = widgets.it_example_state(R.self_attention)
-    np.testing.assert_array_equal(np.round(state["weights"], 3), seeds.IT_WEIGHTS_QUOTED[3])
-    np.testing.assert_array_equal(np.round(state["output"], 3), seeds.IT_OUTPUTS_QUOTED[3])
+    np.testing.assert_array_equal(np.round(state["weights"], 3), examples.IT_WEIGHTS_QUOTED[3])
+    np.testing.assert_array_equal(np.round(state["output"], 3), examples.IT_OUTPUTS_QUOTED[3])
     like_sat = widgets.it_example_state(R.self_attention, (0.0, 0.0, 1.0))
     assert like_sat["weights"][2] == pytest.approx(like_sat["weights"][3])
     np.testing.assert_allclose(like_sat["output"], [0.5, 0.5], atol=1e-12)

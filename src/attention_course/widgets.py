@@ -17,10 +17,10 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 
-from . import plots, seeds
+from . import plots, examples
 
 # ---------------------------------------------------------------------------------------------
-# Lesson 02: the "it" example of seed 004
+# Lesson 02: the "it" sentence
 # ---------------------------------------------------------------------------------------------
 
 
@@ -52,13 +52,13 @@ def causal_read(attention_fn, X, W_Q, W_K, W_V):
 
 
 def it_example_state(attention_fn, x_it=(0.2, 0.3, 0.0), query="it", causal=True):
-    """Seed 004's sentence "The cat sat it" with the vector of "it" replaced by ``x_it``.
+    """The "it" sentence, "The cat sat it", with the vector of "it" replaced by ``x_it``.
 
     Returns a dict with the ``tokens``, the input ``X`` (4, 3), the projections ``W_Q``, ``W_K``,
     ``W_V``, the values ``V`` (4, 2), the ``query`` token and its index ``q``, and what that token
     reads: ``weights`` (4,) and ``output`` (2,).
     """
-    X, W_Q, W_K, W_V, tokens = seeds.the_cat_sat_it()
+    X, W_Q, W_K, W_V, tokens = examples.the_cat_sat_it()
     X[tokens.index("it")] = np.asarray(x_it, dtype=float)
     q = tokens.index(query)
     weights, output = prefix_read(attention_fn, X, W_Q, W_K, W_V, q, causal=causal)
@@ -100,7 +100,7 @@ def it_explorer(attention_fn, x_it=(0.2, 0.3, 0.0), query="it", causal=True):
     chart of the query's weights, its output among the value vectors, and the same numbers as a
     line of text. Returns the widget box (display it by leaving it last in a cell).
     """
-    _, _, _, _, tokens = seeds.the_cat_sat_it()
+    _, _, _, _, tokens = examples.the_cat_sat_it()
     sliders = [widgets.FloatSlider(value=float(v), min=-1.0, max=2.0, step=0.05,
                                    description=f"x_it[{i}]", readout_format=".2f",
                                    continuous_update=False)
