@@ -83,10 +83,37 @@ def test_saturation_explorer_builds_headless_and_updates_its_text():
     assert line.value != first and "d_k = 1024" in line.value
 
 
+def _messages(box):
+    return [w.value for w in _walk(box) if isinstance(getattr(w, "value", None), str)]
+
+
 def test_explorers_wait_politely_for_unwritten_functions():
     def unwritten(*args, **kwargs):
         raise NotImplementedError()
 
     for box in (widgets.it_explorer(unwritten), widgets.saturation_explorer(unwritten, unwritten)):
-        assert any("Implement the function" in getattr(w, "value", "") for w in _walk(box)
-                   if isinstance(getattr(w, "value", None), str))
+        assert any("implement it in the lesson above" in m for m in _messages(box))
+
+
+def test_explorers_explain_any_error_of_the_learners_function_instead_of_raising():
+    def broken(*args, **kwargs):
+        raise ValueError("operands could not be broadcast together")
+
+    def wrong_shape(X, W_Q, W_K, W_V):                    # returns something the plot cannot draw
+        return np.zeros(3), np.zeros(3)
+
+    for box in (widgets.it_explorer(broken), widgets.it_explorer(wrong_shape),
+                widgets.saturation_explorer(R.softmax, broken)):
+        shown = " ".join(_messages(box))
+        assert "raised an error here" in shown and "visible" in shown and "check" in shown, shown
+
+
+def test_saturation_numbers_are_averaged_over_draws_and_flat_with_the_scale():
+    widths = [4, 64, 1024]
+    scaled = [widgets.saturation_state(R.softmax, jacobian, d, scaled=True) for d in widths]
+    unscaled = [widgets.saturation_state(R.softmax, jacobian, d, scaled=False) for d in widths]
+    means = [s["mean_max_weight"] for s in scaled]
+    assert max(means) - min(means) < 0.05, means                  # one draw alone varies far more
+    assert unscaled[-1]["mean_max_weight"] > 0.9 > unscaled[0]["mean_max_weight"]
+    text = widgets.describe_saturation(scaled[0])
+    assert "one random draw" in text and f"Mean over {scaled[0]['n_draws']} draws" in text
