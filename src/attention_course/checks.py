@@ -429,7 +429,11 @@ def check_unchanged(name, before, after):
 
 
 def check_no_numpy_warning(what, fn, *args, hint="", **kwargs):
-    """Call ``fn(*args, **kwargs)`` and fail if NumPy warns (overflow, 0/0, ...); return the result."""
+    """Call ``fn(*args, **kwargs)`` and fail if NumPy warns (overflow, 0/0, ...); return the result.
+
+    ``hint`` is a string, or a dict from words of the warning ("invalid", "overflow", ...) to the
+    advice that warning calls for.
+    """
     named = _named_arguments(fn, args, kwargs)
     snapshots = [(name, value, value.copy()) for name, value in _arrays(named)]
     try:
@@ -444,7 +448,10 @@ def check_no_numpy_warning(what, fn, *args, hint="", **kwargs):
     _check_not_mutated(fn, snapshots)
     numeric = [w for w in caught if issubclass(w.category, RuntimeWarning)]
     if numeric:
-        raise CheckFailed(f"{what} made NumPy warn: \"{numeric[0].message}\". {hint}".strip())
+        message = str(numeric[0].message)
+        if isinstance(hint, dict):
+            hint = next((advice for word, advice in hint.items() if word in message), "")
+        raise CheckFailed(f"{what} made NumPy warn: \"{message}\". {hint}".strip())
     print(f"✓ {what} ran without a NumPy warning")
     return result
 
@@ -644,8 +651,12 @@ def check_score_scale(name, weights, raw_scores, d_k, width="d_k", **other_width
                       f"divisor should be {root} = {np.sqrt(d_k):.4g} ({width} = {d_k}).")
 
 
-def check_statistic(name, value, expected, standard_error, within=5.0, hint=""):
-    """A simulated ``value`` is a float within ``within`` standard errors of ``expected``."""
+def check_statistic(name, value, expected, standard_error, within=5.0, hint="", fingerprints=()):
+    """A simulated ``value`` is a float within ``within`` standard errors of ``expected``.
+
+    ``fingerprints`` are ``(what you probably computed, the value that gives)``: when ``value`` is
+    off and lies within 5 % of one of them, that is named instead of ``hint``.
+    """
     if isinstance(value, np.ndarray) or not isinstance(value, (float, np.floating)):
         shape = f" of shape {value.shape}" if isinstance(value, np.ndarray) else ""
         raise CheckFailed(f"{name} should be a float, but its type is {type(value).__name__}{shape}: "
@@ -654,6 +665,10 @@ def check_statistic(name, value, expected, standard_error, within=5.0, hint=""):
         raise CheckFailed(f"{name} is {value}. {hint}".strip())
     z = (float(value) - expected) / standard_error
     if abs(z) > within:
+        for explanation, typical in fingerprints:
+            if np.isclose(float(value), typical, rtol=0.05):
+                hint = f"It is close to {typical:.4g}, which is {explanation}."
+                break
         raise CheckFailed(f"{name} = {float(value):.6g}, but it should be near {expected:g}: that is "
                           f"{z:+.1f} standard errors away (one standard error is {standard_error:.3g} "
                           f"here; allowed ±{within:g}). {hint}".strip())
