@@ -518,7 +518,9 @@ def _masked_mistakes(scores, mask):
         ("the mask is never applied", _row_softmax(scores)),
         ("the mask's polarity is reversed: True must mean 'may attend'",
          _row_softmax(np.where(mask, -np.inf, scores))),
-    ]
+    ] + ([("the mask is transposed (np.triu where np.tril belongs): position i reads the later positions "
+           "instead of the earlier ones", _row_softmax(np.where(np.swapaxes(mask, -1, -2), scores, -np.inf)))]
+         if mask.shape[-1] == mask.shape[-2] else [])
 
 
 def check_masked_rows(name, weights, mask, scores=None, hint=""):
@@ -577,6 +579,7 @@ def check_masked_rows(name, weights, mask, scores=None, hint=""):
     empty = np.argwhere(visible & (np.abs(weights).sum(axis=-1) == 0))
     if empty.size:
         row = tuple(int(r) for r in empty[0])
+        row = row[0] if len(row) == 1 else row
         raise CheckFailed(f"row {row} of {name} is all zeros although it may read some positions. Does "
                           "your mask hide more than it should? A strict triangle (no diagonal) leaves the "
                           "first position with nothing to read.")
