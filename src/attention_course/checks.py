@@ -226,6 +226,9 @@ def _explain_error(exc, fn, named):
         hint = "Count axes from the end (axis=-1 is the last one) so that leading batch axes do not shift them."
     elif isinstance(exc, IndexError) and "too many indices" in text:
         hint = "Index the last axes with an ellipsis, M[..., i, :], so any batch axes in front are kept."
+    elif "must be 1- or 2-d" in text:
+        hint = ("np.diag and np.outer handle one row at a time (1-D): work on whole arrays along the last axis "
+                "instead (sums with keepdims=True), so any number of rows and batch axes work.")
     elif "subscripts" in text and "einstein sum" in text:
         hint = ("einsum names every axis of its operands: let leading batch axes through with '...', "
                 "as in np.einsum('...td,dk->...tk', X, W).")
@@ -770,23 +773,44 @@ def _constant_factor(analytic, numeric):
     return factor if rel_error(analytic, factor * numeric) < 1e-6 else None
 
 
-def check_gradient(name, analytic, f, x, tol=1e-7, h=1e-5, hint=""):
+def check_gradient(name, analytic, f, x, tol=1e-7, h=1e-5, hint="", alternatives=(), known_factors=None):
     """``analytic`` is the gradient of the scalar function ``f`` at ``x``: central differences,
-    computed here in float64, agree to a relative error below ``tol``."""
+    computed here in float64, agree to a relative error below ``tol``.
+
+    When they do not, the failure names what the evidence shows: ``known_factors`` maps a factor
+    (say √d_k) to what it means when yours is that multiple of the right gradient;
+    ``alternatives`` are ``(what you probably did, g)`` where ``g`` is a scalar function whose
+    gradient a plausible mistake computes instead (the loss without the mask, say): if yours
+    matches one, that one is named. ``hint`` is given only when nothing matched.
+    """
     x = np.array(x, dtype=float)
     if not isinstance(analytic, np.ndarray):
         raise CheckFailed(f"{name} should be a NumPy array of shape {x.shape}, got {type(analytic).__name__}.")
     if analytic.shape != x.shape:
+        why = ""
+        if analytic.ndim > x.ndim and analytic.shape[analytic.ndim - x.ndim:] == x.shape:
+            why = (" It has extra leading axes, one gradient per sequence: a parameter shared by the whole "
+                   "batch collects the sum of them over the leading axes.")
+        elif analytic.shape == x.shape[::-1]:
+            why = " It is transposed: for P = X W the weight gradient is Xᵀ dP, shaped like W."
         raise CheckFailed(f"{name} has shape {analytic.shape}, but a gradient has the shape of what it "
-                          f"differentiates: {x.shape}. {hint}".strip())
+                          f"differentiates: {x.shape}.{why}")
     if not np.isfinite(analytic).all():
-        raise CheckFailed(f"{name} contains NaN or inf {_where_nan(np.where(np.isfinite(analytic), 0.0, np.nan))}. "
-                          f"{hint}".strip())
+        raise CheckFailed(f"{name} contains NaN or inf {_where_nan(np.where(np.isfinite(analytic), 0.0, np.nan))}.")
     numeric = _central_differences(f, x, h)
     error = rel_error(analytic, numeric)
     if error > tol:
         factor = _constant_factor(analytic, numeric)
-        if not analytic.any():
+        named = next((meaning for value, meaning in (known_factors or {}).items()
+                      if factor is not None and np.isclose(factor, value, rtol=1e-6)), None)
+        for explanation, other in alternatives:
+            if named is None and rel_error(analytic, _central_differences(other, x, h)) <= max(tol, 1e-6):
+                named = f"it is exactly the gradient you get when {explanation}"
+        if named is not None:
+            detail = f"Yours is {factor:.4g} times the right gradient: {named}." if factor is not None and \
+                not named.startswith("it is") else named[0].upper() + named[1:] + "."
+            hint = ""
+        elif not analytic.any():
             detail = "Yours is zero everywhere, but the loss does change with it."
         elif not numeric.any():
             detail = "The loss does not change with it at all here, so its gradient is 0."
