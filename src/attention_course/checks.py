@@ -849,9 +849,9 @@ def _diagnose_model_gradients(table, n_graded, d_k):
     """
     wrong = {s: [n for n in BACKPROP_ORDER if row[n][0] > 1e-6] for s, row in table.items()}
     real = next(iter(table))
-    factors = {table[s][n][1] for s in table for n in wrong[s]}
-    if wrong[real] == list(BACKPROP_ORDER) and len(factors) == 1 and None not in factors:
-        (factor,) = factors
+    factors = [table[s][n][1] for s in table for n in wrong[s]]
+    if wrong[real] == list(BACKPROP_ORDER) and None not in factors and np.allclose(factors, factors[0], rtol=1e-6):
+        factor = factors[0]
         if np.isclose(factor, n_graded, rtol=1e-6):
             return (f"every gradient is {factor:.4g} times the right one, and {n_graded} is the number of "
                     "graded positions N: the loss is a mean over them, so dZ = (softmax(z) − onehot(y)) / N.")
