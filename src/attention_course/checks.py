@@ -410,8 +410,13 @@ def check_rows_sum_to_one(name, weights, axis=-1, nan_hint=""):
     sums = weights.sum(axis=axis)
     if not np.allclose(sums, 1.0, atol=1e-9):
         shown = np.array2string(sums.ravel()[:6], precision=2, separator=", ")
-        raise CheckFailed(f"the slices of {name} along axis {axis} sum to {shown}, not 1: "
-                          "did you normalise over the wrong axis?")
+        asked = axis % weights.ndim
+        other = [a for a in range(weights.ndim) if a != asked and np.allclose(weights.sum(axis=a), 1.0, atol=1e-9)]
+        named = [f"{a - weights.ndim}" if a - weights.ndim == -1 else f"{a}" for a in other]
+        raise CheckFailed(f"the slices of {name} along axis {axis} sum to {shown}, not 1" + (
+            f", but the slices along axis {named[0]} do: it is normalised along axis {named[0]} instead of "
+            f"axis {axis}. Take the max and the sum along the `axis` you are given." if other else
+            ": normalise along that axis (the max and the sum both along it, with keepdims=True)."))
     print(f"✓ every slice of {name} along axis {axis} sums to 1")
 
 
@@ -519,6 +524,8 @@ def _masked_mistakes(scores, mask):
         ("the softmax runs down the columns (axis=-2) instead of along each row (the last axis)",
          _row_softmax(hidden, axis=-2)),
         ("the mask is never applied", _row_softmax(scores)),
+        ("the scores are multiplied by the mask: a hidden score becomes 0, which still gets weight; it "
+         "must become -inf", _row_softmax(scores * mask)),
         ("the mask's polarity is reversed: True must mean 'may attend'",
          _row_softmax(np.where(mask, -np.inf, scores))),
     ] + ([("the mask is transposed (np.triu where np.tril belongs): position i reads the later positions "
