@@ -182,35 +182,19 @@ def test_inputs_changed_in_place_are_reported_before_any_check_uses_them():
 
 # ---------------------------------------------------------------- lesson 08: memory that does not grow like T²
 
-COPYING_TILED_ATTENTION = '''
-def tiled_attention(Q, K, V, block_size=64, causal=False):
-    Q, K, V = (np.array(a, dtype=float) for a in (Q, K, V))        # harmless copies of the inputs
-    T_q, T_k = Q.shape[-2], K.shape[-2]
-    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-    O = np.zeros(batch + (T_q, V.shape[-1]))
-    for q0 in range(0, T_q, block_size):
-        q1 = min(q0 + block_size, T_q)
-        m = np.full(batch + (q1 - q0, 1), -np.inf)
-        l = np.zeros(batch + (q1 - q0, 1))
-        acc = np.zeros(batch + (q1 - q0, V.shape[-1]))
-        for k0 in range(0, q1 if causal else T_k, block_size):
-            k1 = min(k0 + block_size, T_k)
-            s = Q[..., q0:q1, :] @ np.swapaxes(K[..., k0:k1, :], -1, -2) / np.sqrt(K.shape[-1])
-            if causal:
-                s = np.where(np.arange(k0, k1)[None, :] <= np.arange(q0, q1)[:, None], s, -np.inf)
-            m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
-            p = np.exp(s - m_new)
-            c = np.exp(m - m_new)
-            l = c * l + p.sum(axis=-1, keepdims=True)
-            acc = c * acc + p @ V[..., k0:k1, :]
-            m = m_new
-        O[..., q0:q1, :] = acc / l
-    return O
-'''
+def _solution(lesson, function):
+    from visible_checks import layout
+
+    cells, functions = layout(lesson)
+    return cells[functions[function][0]].source
 
 
 def test_a_correct_tiled_attention_that_copies_its_inputs_passes_the_memory_check():
-    outcome = run_visible_checks("08_long_context", "tiled_attention", COPYING_TILED_ATTENTION)
+    solution = _solution("08_long_context", "tiled_attention")
+    view = "(np.asarray(a, dtype=float) for a in (Q, K, V))"
+    assert view in solution
+    copying = solution.replace(view, "(np.array(a, dtype=float) for a in (Q, K, V))")   # harmless copies
+    outcome = run_visible_checks("08_long_context", "tiled_attention", copying)
     assert not outcome.failed, outcome.message
 
 
@@ -232,10 +216,7 @@ def test_the_memory_check_measures_the_part_that_grows_like_t_squared():
 
 def test_the_capstone_gradient_check_names_a_softmax_backward_without_its_subtraction():
     # Not a catalogue entry: besides model_backward, it also costs the trained-model outcome.
-    from visible_checks import layout
-
-    cells, functions = layout("07_capstone")
-    solution = cells[functions["model_backward"][0]].source
+    solution = _solution("07_capstone", "model_backward")
     right = "dS = A * (dA - np.sum(A * dA, axis=-1, keepdims=True))"
     assert right in solution
     outcome = run_visible_checks("07_capstone", "model_backward", solution.replace(right, "dS = A * dA"))
