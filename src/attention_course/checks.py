@@ -106,10 +106,17 @@ def _not_implemented(fn):
                        "`raise NotImplementedError()` with your code.")
 
 
-def _quietly(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` with its warnings and stderr discarded."""
+@contextlib.contextmanager
+def _silenced():
+    """Warnings, NumPy floating-point complaints and stderr discarded for the duration."""
     with _stderr_discarded(), warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
+        yield
+
+
+def _quietly(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` with its warnings and stderr discarded."""
+    with _silenced():
         return fn(*args, **kwargs)
 
 
@@ -915,9 +922,13 @@ def check_model_gradients(model_backward, params, data, settings, n_graded):
                 raise CheckFailed(f"grads[{name!r}] contains NaN or inf with {key}.")
 
             def loss_of(W, name=name):
-                return call(model_backward, {**params, name: W}, data, **flags)[0]
+                return model_backward({**params, name: W}, data, **flags)[0]
 
-            numeric = _central_differences(loss_of, np.array(params[name], dtype=float), 1e-5)
+            try:
+                with _silenced():                  # one silencing for the whole sweep, not one per call
+                    numeric = _central_differences(loss_of, np.array(params[name], dtype=float), 1e-5)
+            except Exception as exc:
+                raise _explain_error(exc, model_backward, _named_arguments(model_backward, (params, data), flags)) from None
             error = rel_error(analytic, numeric)
             table[key][name] = (error, _constant_factor(analytic, numeric) if analytic.any() else 0.0)
             print(f"    {name:<7} relative error {error:.1e}" + ("" if error <= 1e-6 else "   ✗"))
