@@ -435,14 +435,6 @@ def check_finite(name, value, hint=""):
     print(f"✓ {name} is finite")
 
 
-def check_unchanged(name, before, after):
-    """An input is the same after the call as before it."""
-    if not np.array_equal(np.asarray(before), np.asarray(after), equal_nan=True):
-        raise CheckFailed(f"your function changed {name} in place; work on a copy "
-                          "(`x = np.array(x, dtype=float)`) so the caller's data stays intact.")
-    print(f"✓ {name} was left unchanged")
-
-
 def check_no_numpy_warning(what, fn, *args, hint="", **kwargs):
     """Call ``fn(*args, **kwargs)`` and fail if NumPy warns (overflow, 0/0, ...); return the result.
 
