@@ -125,12 +125,13 @@ def _quietly(fn, *args, **kwargs):
 def _named_arguments(fn, args, kwargs):
     """``[(parameter name, value)]`` for a call of ``fn``; positions when the signature is unknown."""
     try:
-        bound = inspect.signature(fn).bind(*args, **kwargs)
+        signature = inspect.signature(fn)
+        bound = signature.bind(*args, **kwargs)
     except (TypeError, ValueError):
         return [(f"argument {i + 1}", a) for i, a in enumerate(args)] + list(kwargs.items())
     named = []
     for name, value in bound.arguments.items():
-        kind = inspect.signature(fn).parameters[name].kind
+        kind = signature.parameters[name].kind
         if kind is inspect.Parameter.VAR_POSITIONAL:
             named += [(f"{name}[{i}]", v) for i, v in enumerate(value)]
         elif kind is inspect.Parameter.VAR_KEYWORD:
