@@ -32,7 +32,7 @@ SUBMISSIONS = {
     "solution": lambda nb: nb,
     "hard_coded_seed_output": lambda nb: with_answer(nb, "softmax", '''
 def softmax(x, axis=-1):
-    return np.array(seeds.BANK_MORTGAGE_SHARES_QUOTED)
+    return np.array(examples.BANK_MORTGAGE_SHARES_QUOTED)
 '''),
     "segfault": lambda nb: with_answer(nb, "softmax", '''
 def softmax(x, axis=-1):

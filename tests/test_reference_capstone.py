@@ -62,16 +62,16 @@ def test_forward_and_backward_agree_and_mask_hides_the_answer():
 
 
 def test_seed_004_example_through_the_model():
-    from attention_course import seeds
+    from attention_course import examples
 
-    X, W_Q, W_K, W_V, _ = seeds.the_cat_sat_it()
+    X, W_Q, W_K, W_V, _ = examples.the_cat_sat_it()
     params = {"E_name": X, "E_attr": np.zeros((1, 3)), "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "W_out": np.eye(2)}
     batch = {"names": np.array([[0, 1, 2, 3]]), "attrs": np.zeros((1, 4), dtype=int)}
     logits, A = C.model_forward(params, batch)
-    np.testing.assert_array_equal(np.round(A[0], 3), np.array(seeds.IT_WEIGHTS_QUOTED))
-    np.testing.assert_array_equal(np.round(logits[0], 3), np.array(seeds.IT_OUTPUTS_QUOTED))
+    np.testing.assert_array_equal(np.round(A[0], 3), np.array(examples.IT_WEIGHTS_QUOTED))
+    np.testing.assert_array_equal(np.round(logits[0], 3), np.array(examples.IT_OUTPUTS_QUOTED))
     _, raw = C.model_forward(params, batch, scale=False, weighting="raw")
-    np.testing.assert_array_equal(np.round(raw[0, 3], 2), np.array(seeds.IT_SCORES_QUOTED))
+    np.testing.assert_array_equal(np.round(raw[0, 3], 2), np.array(examples.IT_SCORES_QUOTED))
 
 
 def test_adam_step_follows_the_formula_and_leaves_inputs_alone():

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import attention_reference as R
-from attention_course import seeds, widgets
+from attention_course import examples, widgets
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -14,18 +14,18 @@ def jacobian(p):
 
 
 def test_causal_read_by_prefixes_is_the_masked_read():
-    X, W_Q, W_K, W_V, _ = seeds.the_cat_sat_it()
+    X, W_Q, W_K, W_V, _ = examples.the_cat_sat_it()
     O, A = widgets.causal_read(R.self_attention, X, W_Q, W_K, W_V)
     O_ref, A_ref = R.causal_self_attention(X, W_Q, W_K, W_V)
     np.testing.assert_allclose(A, A_ref, atol=1e-15)
     np.testing.assert_allclose(O, O_ref, atol=1e-15)
-    np.testing.assert_array_equal(np.round(A, 3), seeds.IT_WEIGHTS_QUOTED)
+    np.testing.assert_array_equal(np.round(A, 3), examples.IT_WEIGHTS_QUOTED)
 
 
 def test_it_example_state_defaults_to_seed_004_and_follows_its_controls():
     state = widgets.it_example_state(R.self_attention)
-    np.testing.assert_array_equal(np.round(state["weights"], 3), seeds.IT_WEIGHTS_QUOTED[3])
-    np.testing.assert_array_equal(np.round(state["output"], 3), seeds.IT_OUTPUTS_QUOTED[3])
+    np.testing.assert_array_equal(np.round(state["weights"], 3), examples.IT_WEIGHTS_QUOTED[3])
+    np.testing.assert_array_equal(np.round(state["output"], 3), examples.IT_OUTPUTS_QUOTED[3])
     like_sat = widgets.it_example_state(R.self_attention, (0.0, 0.0, 1.0))
     assert like_sat["weights"][2] == pytest.approx(like_sat["weights"][3])
     np.testing.assert_allclose(like_sat["output"], [0.5, 0.5], atol=1e-12)
@@ -83,10 +83,37 @@ def test_saturation_explorer_builds_headless_and_updates_its_text():
     assert line.value != first and "d_k = 1024" in line.value
 
 
+def _messages(box):
+    return [w.value for w in _walk(box) if isinstance(getattr(w, "value", None), str)]
+
+
 def test_explorers_wait_politely_for_unwritten_functions():
     def unwritten(*args, **kwargs):
         raise NotImplementedError()
 
     for box in (widgets.it_explorer(unwritten), widgets.saturation_explorer(unwritten, unwritten)):
-        assert any("Implement the function" in getattr(w, "value", "") for w in _walk(box)
-                   if isinstance(getattr(w, "value", None), str))
+        assert any("implement it in the lesson above" in m for m in _messages(box))
+
+
+def test_explorers_explain_any_error_of_the_learners_function_instead_of_raising():
+    def broken(*args, **kwargs):
+        raise ValueError("operands could not be broadcast together")
+
+    def wrong_shape(X, W_Q, W_K, W_V):                    # returns something the plot cannot draw
+        return np.zeros(3), np.zeros(3)
+
+    for box in (widgets.it_explorer(broken), widgets.it_explorer(wrong_shape),
+                widgets.saturation_explorer(R.softmax, broken)):
+        shown = " ".join(_messages(box))
+        assert "raised an error here" in shown and "visible" in shown and "check" in shown, shown
+
+
+def test_saturation_numbers_are_averaged_over_draws_and_flat_with_the_scale():
+    widths = [4, 64, 1024]
+    scaled = [widgets.saturation_state(R.softmax, jacobian, d, scaled=True) for d in widths]
+    unscaled = [widgets.saturation_state(R.softmax, jacobian, d, scaled=False) for d in widths]
+    means = [s["mean_max_weight"] for s in scaled]
+    assert max(means) - min(means) < 0.05, means                  # one draw alone varies far more
+    assert unscaled[-1]["mean_max_weight"] > 0.9 > unscaled[0]["mean_max_weight"]
+    text = widgets.describe_saturation(scaled[0])
+    assert "one random draw" in text and f"Mean over {scaled[0]['n_draws']} draws" in text

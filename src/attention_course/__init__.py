@@ -1,10 +1,10 @@
 """Shared helpers for the lessons of "How a token reads its context".
 
-- ``seeds``: the worked examples of the source articles, as fresh arrays.
+- ``examples``: the worked examples of the source articles, as fresh arrays.
 - ``checks``: visible checks that say *why* an answer is wrong.
 - ``plots``: heatmaps, bar charts and vector pictures with labelled axes.
 - ``widgets``: interactive explorers (ipywidgets) that also run headless.
-- ``heads``: lesson 06's hand-built three-head example on seed 004's sentence.
+- ``heads``: lesson 06's hand-built three-head example on the "it" sentence.
 
 Nothing here knows the answers to the exercises: the reference implementation
 and the hidden tests stay with the instructor.

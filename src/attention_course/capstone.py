@@ -3,7 +3,7 @@
 A sequence lists ``n_items`` animals, each with a colour, then a query token that names one
 of them, then (during training only) the answer. The model must predict, at the query
 position, the colour of the animal the query names: it has to *find* that animal by
-content, the way "it" finds "cat" in seed 004.
+content, the way "it" finds "cat" in the "it" sentence of lesson 02.
 
 Each token is given by two integer ids, read from two embedding tables and added:
 

@@ -1,13 +1,22 @@
 """Visible checks: each one either passes quietly with a tick or says *why* it failed.
 
 In the spirit of d2l's ``check_shape`` and Karpathy's ``cmp``: a failed check names
-what was compared, where it differs, and the most likely cause in plain words.
+what was compared, where it differs, and the cause when the evidence points at one (a
+known wrong answer that matches exactly, the rows that are wrong, a constant factor).
+A hint that the evidence does not support is worse than none, so most hints are
+conditional.
+
+A failed check shows its message, the line of your code that raised (if any) and the
+line of the check, not the helpers' own traceback (see ``CheckFailed``).
 """
 import ast
 import contextlib
 import inspect
 import io
+import linecache
 import os
+import re
+import sysconfig
 import tempfile
 import textwrap
 import warnings
@@ -15,8 +24,64 @@ import warnings
 import numpy as np
 
 
+# ---------------------------------------------------------------- failures and where they happened
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_LIBRARY_DIRS = tuple(sorted({os.path.abspath(sysconfig.get_paths()[key])
+                              for key in ("stdlib", "platstdlib", "purelib", "platlib")}))
+
+
+def _is_ours(filename):
+    return os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
+
+
+def _is_library(filename):
+    if filename.startswith("<"):
+        return filename.startswith(("<frozen", "<__array_function__", "<string>"))
+    return os.path.abspath(filename).startswith(_LIBRARY_DIRS)
+
+
+def _learner_frames(tb):
+    """``[(function name, line number, code)]`` of the frames of ``tb`` that are the learner's.
+
+    The learner's frames are those of notebook cells (and any other file that is neither this
+    package nor an installed library), outermost first.
+    """
+    found = []
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not _is_ours(code.co_filename) and not _is_library(code.co_filename):
+            text = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+            found.append((code.co_name, tb.tb_lineno, text))
+        tb = tb.tb_next
+    return found
+
+
+def _learner_line(tb):
+    """The deepest of ``_learner_frames(tb)``, or None."""
+    frames = _learner_frames(tb)
+    return frames[-1] if frames else None
+
+
 class CheckFailed(AssertionError):
-    """A visible check failed; the message explains why."""
+    """A visible check failed; the message explains why.
+
+    In a notebook it renders as its message, the line of your function that raised (when your
+    code raised an error) and the line of the check, instead of a traceback through the helpers.
+    """
+
+    #: ``[(function name, line number, code)]`` in the learner's code, when their code raised:
+    #: the line that raised, then (if it was in another of their functions) the line that called it.
+    raised_at = ()
+
+    def _render_traceback_(self):
+        lines = [f"\x1b[1;31mCheckFailed\x1b[0m: {self}"]
+        for k, (name, number, code) in enumerate(self.raised_at):
+            lines.append(f"  {'raised' if k == 0 else 'called from'} in your {name}, line {number}: {code}")
+        where = _learner_line(self.__traceback__)
+        if where and where[2]:
+            lines.append(f"  (checked at line {where[1]} of this cell: {where[2]})")
+        return lines
 
 
 @contextlib.contextmanager
@@ -32,19 +97,234 @@ def _stderr_discarded():
             os.close(saved)
 
 
-def call(fn, *args, **kwargs):
-    """Call your function for a check, so that its warnings or stderr do not fail the check.
+def _name_of(fn):
+    return getattr(fn, "__name__", "this function")
 
-    A correct answer is judged on its values: a warning is not a wrong answer.
-    """
+
+def _not_implemented(fn):
+    return CheckFailed(f"{_name_of(fn)} is not implemented yet: replace "
+                       "`raise NotImplementedError()` with your code.")
+
+
+@contextlib.contextmanager
+def _silenced():
+    """Warnings, NumPy floating-point complaints and stderr discarded for the duration."""
+    with _stderr_discarded(), warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _quietly(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` with its warnings and stderr discarded."""
+    with _silenced():
+        return fn(*args, **kwargs)
+
+
+# ---------------------------------------------------------------- calling the learner's function
+
+def _named_arguments(fn, args, kwargs):
+    """``[(parameter name, value)]`` for a call of ``fn``; positions when the signature is unknown."""
     try:
-        with _stderr_discarded(), warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            return fn(*args, **kwargs)
-    except NotImplementedError:
-        raise CheckFailed(f"{getattr(fn, '__name__', 'this function')} is not implemented yet: "
-                          "replace `raise NotImplementedError()` with your code.") from None
+        signature = inspect.signature(fn)
+        bound = signature.bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return [(f"argument {i + 1}", a) for i, a in enumerate(args)] + list(kwargs.items())
+    named = []
+    for name, value in bound.arguments.items():
+        kind = signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            named += [(f"{name}[{i}]", v) for i, v in enumerate(value)]
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            named += list(value.items())
+        else:
+            named.append((name, value))
+    return named
 
+
+def _arrays(named):
+    """Every NumPy array among the arguments, including the values of a dict argument."""
+    for name, value in named:
+        if isinstance(value, np.ndarray):
+            yield name, value
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(item, np.ndarray):
+                    yield f"{name}[{key!r}]", item
+
+
+def _describe_change(before, after):
+    """A short account of how an array changed in place."""
+    if before.shape != after.shape:
+        return f"its shape went from {before.shape} to {after.shape}"
+    old, new = before.astype(float).ravel(), after.astype(float).ravel()
+    usable = (old != 0) & np.isfinite(old) & np.isfinite(new)
+    if usable.any():
+        ratio = new[usable] / old[usable]
+        if np.allclose(ratio, ratio[0], rtol=1e-9) and not np.isclose(ratio[0], 1.0) and \
+                np.allclose(new[~usable], 0.0):
+            return (f"every entry was multiplied by {ratio[0]:.4g} (divided by {1 / ratio[0]:.4g}), "
+                    "as an in-place `*=` or `/=` does")
+    where = tuple(int(i) for i in np.unravel_index(
+        int(np.argmax(~np.isclose(before, after, equal_nan=True))), before.shape))
+    return f"at index {where} it held {before[where]:.6g} before the call and {after[where]:.6g} after"
+
+
+def _check_not_mutated(fn, snapshots):
+    changed = [(name, before, after) for name, after, before in snapshots
+               if not np.array_equal(before, after, equal_nan=True)]
+    if not changed:
+        return
+    names = " and ".join(name for name, _, _ in changed)
+    name, before, after = changed[0]
+    raise CheckFailed(
+        f"{_name_of(fn)} changed its argument{'s' if len(changed) > 1 else ''} {names} in place: "
+        f"{'for ' + name + ', ' if len(changed) > 1 else ''}{_describe_change(before, after)}. "
+        "The caller's arrays must stay as they were: `x /= c`, `x -= m`, `x[...] = ...` or "
+        "`np.exp(x, out=x)` write into the array you were given (and np.asarray does not copy a "
+        "float64 array). Compute into a new array (`x = x / c`), or copy first (`np.array(x, dtype=float)`).")
+
+
+def _shapes(named):
+    shown = [f"{name} {value.shape}" for name, value in named if isinstance(value, np.ndarray)]
+    return f" on {', '.join(shown)}" if shown else ""
+
+
+def _explain_error(exc, fn, named):
+    """A message for an error raised inside the learner's function, with what to change when the
+    error and the line that raised it say what went wrong."""
+    text = str(exc).strip()
+    frames = _learner_frames(exc.__traceback__)
+    raised_at = frames[-1:]
+    own = [f for f in frames if f[0] == _name_of(fn)]
+    if own and frames[-1][0] != _name_of(fn):
+        raised_at.append(own[-1])                # the error came from a function that fn called
+    code = " ".join(f[2] for f in raised_at)
+    batched = any(isinstance(v, np.ndarray) and v.ndim > 2 for _, v in _arrays(named))
+    hint = ""
+    square = re.findall(r"\((\d+),\1\)", text)
+    batch_sizes = {v.shape[0] for _, v in _arrays(named) if v.ndim > 2}
+    if "could not be broadcast" in text and any(int(n) in batch_sizes for n in square):
+        hint = (f"A ({square[0]}, {square[0]}) array meets the scores here, and {square[0]} is the batch size: "
+                "T was read from the wrong axis. Take it from the end, T = X.shape[-2], so batch axes in "
+                "front do not shift it.")
+    elif "could not be broadcast" in text:
+        if re.search(r"\b(sum|max|min|mean|logsumexp)\(", code) and "keepdims" not in code:
+            hint = ("A sum or max along an axis drops that axis, so its result no longer lines up with "
+                    "the array it came from: pass keepdims=True (np.max(x, axis=axis, keepdims=True)).")
+        elif "mask" in code:
+            hint = ("The mask's axes do not line up with the scores'. Broadcasting matches axes from the "
+                    "right: give the mask an axis of length 1 wherever the scores have one it lacks (one "
+                    "mask shared by every head: mask[..., None, :, :]).")
+        else:
+            hint = "These shapes do not broadcast: print the shapes on that line and line their axes up from the right."
+    elif "mismatch in its core dimension" in text or "shapes not aligned" in text:
+        if re.search(r"\.T\b", code):
+            hint = (".T reverses every axis, the batch axes included: swap only the last two with "
+                    "np.swapaxes(M, -1, -2).")
+        elif "transpose(" in code:
+            hint = ("transpose(...) with explicit axes reorders the axes by position: with batch axes in "
+                    "front, swap only the last two with np.swapaxes(M, -1, -2).")
+        else:
+            hint = ("For A @ B the last axis of A must match the second-to-last axis of B, "
+                    "(..., n, k) @ (..., k, m): check which operand you transposed.")
+    elif "axes don't match array" in text:
+        hint = ("transpose(1, 0, 2) and the like name one axis per dimension, so they break when the number "
+                "of axes changes (with or without a batch): use np.swapaxes(M, -1, -2) for the last two.")
+    elif isinstance(exc, np.exceptions.AxisError):
+        hint = "Count axes from the end (axis=-1 is the last one) so that leading batch axes do not shift them."
+    elif isinstance(exc, IndexError) and "too many indices" in text:
+        hint = "Index the last axes with an ellipsis, M[..., i, :], so any batch axes in front are kept."
+    elif "must be 1- or 2-d" in text:
+        hint = ("np.diag and np.outer handle one row at a time (1-D): work on whole arrays along the last axis "
+                "instead (sums with keepdims=True), so any number of rows and batch axes work.")
+    elif "subscripts" in text and "einstein sum" in text:
+        hint = ("einsum names every axis of its operands: let leading batch axes through with '...', "
+                "as in np.einsum('...td,dk->...tk', X, W).")
+    elif "cannot reshape" in text:
+        hint = ("Take the sizes from the input (*batch, T, width = X.shape) instead of fixed numbers, so any "
+                "batch and any width work.")
+    elif "values to unpack" in text and batched:
+        hint = "With leading batch axes, unpack the shape as *batch, T, d = X.shape."
+    failure = CheckFailed(f"{_name_of(fn)} raised {type(exc).__name__}{_shapes(named)}: {text.rstrip('.')}. "
+                          f"{hint}".strip())
+    failure.raised_at = tuple(raised_at)
+    return failure
+
+
+def call(fn, *args, **kwargs):
+    """Call your function for a check, and stop with an explanation when it goes wrong.
+
+    - Its warnings and stderr are discarded: a correct answer is judged on its values.
+    - If it raises, the check says where in your code and, when the error shows it, what to change.
+    - If it changes an array it was given (also one inside a dict), the check stops right there:
+      every later check would otherwise compare against inputs that are no longer the ones used.
+    """
+    named = _named_arguments(fn, args, kwargs)
+    snapshots = [(name, value, value.copy()) for name, value in _arrays(named)]
+    try:
+        result = _quietly(fn, *args, **kwargs)
+    except NotImplementedError:
+        raise _not_implemented(fn) from None
+    except CheckFailed:
+        raise
+    except Exception as exc:
+        raise _explain_error(exc, fn, named) from None
+    _check_not_mutated(fn, snapshots)
+    return result
+
+
+def check_inputs_unchanged(fn, *args, **kwargs):
+    """Call ``fn`` like ``call`` does and say so when it leaves every array it was given unchanged."""
+    result = call(fn, *args, **kwargs)
+    names = [name for name, _ in _arrays(_named_arguments(fn, args, kwargs))]
+    print(f"✓ {_name_of(fn)} left {', '.join(names) or 'its inputs'} unchanged")
+    return result
+
+
+def _calls(fn, name):
+    """True when the code of ``fn`` (nested functions included) reads the global ``name``."""
+    stack = [getattr(fn, "__code__", None)]
+    while stack:
+        code = stack.pop()
+        if code is None:
+            continue
+        if name in code.co_names:
+            return True
+        stack += [c for c in code.co_consts if inspect.iscode(c)]
+    return False
+
+
+def check_earlier(fn, earlier, args, expected, where, atol=1e-9):
+    """Before judging ``fn``: if it calls your ``earlier`` function, confirm that one on a case with
+    a known answer, so a mistake in an earlier exercise is not blamed on this one.
+
+    ``expected`` is the known result (an array, or a tuple of arrays for a function that returns
+    several); ``where`` says where the earlier function's own check is.
+    """
+    name, later = _name_of(earlier), _name_of(fn)
+    if not _calls(fn, name):
+        return
+
+    def blame(detail):
+        return CheckFailed(f"{later} calls your {name}, and {name} is wrong on this check's first example: "
+                           f"{detail}. Fix {name} first (its own check is {where}); then run this cell again.")
+
+    try:
+        got = _quietly(earlier, *args)
+    except Exception as exc:
+        raise blame(f"it raised {type(exc).__name__}: {exc}") from None
+    if isinstance(expected, tuple) and not (isinstance(got, tuple) and len(got) == len(expected)):
+        raise blame(f"it should return {len(expected)} arrays")
+    pairs = list(zip(got, expected)) if isinstance(expected, tuple) else [(got, expected)]
+    for k, (ours, right) in enumerate(pairs):
+        ours, right = np.asarray(ours), np.asarray(right)
+        if ours.shape != right.shape or ours.dtype.kind not in "biuf" or \
+                not np.allclose(ours, right, rtol=0, atol=atol):
+            raise blame(f"its {f'output {k + 1} ' if len(pairs) > 1 else 'result '}differs from the known answer")
+    print(f"✓ your {name}, which {later} calls, gives the known answer on the first example")
+
+
+# ---------------------------------------------------------------- basic comparisons
 
 def _is_stub(fn):
     """True when the body of ``fn`` is nothing but ``raise NotImplementedError``."""
@@ -71,9 +351,8 @@ def check_attempted(fn):
     must not count against ``fn`` here.
     """
     if _is_stub(fn):
-        raise CheckFailed(f"{fn.__name__} is not implemented yet: replace "
-                          "`raise NotImplementedError()` with your code.")
-    print(f"✓ {getattr(fn, '__name__', 'the function')} is written; the hidden tests decide the points")
+        raise _not_implemented(fn)
+    print(f"✓ {_name_of(fn)} is written; the hidden tests decide the points")
 
 
 def check_shape(name, value, shape):
@@ -85,8 +364,26 @@ def check_shape(name, value, shape):
     print(f"✓ {name} has shape {value.shape}")
 
 
-def cmp(name, ours, expected, atol=1e-6, hint=""):
-    """``ours`` equals ``expected`` to ``atol``; otherwise say where and by how much."""
+def _where_nan(value):
+    """Where the NaNs of ``value`` are, in words: rows for a matrix, positions for a vector."""
+    bad = np.isnan(value)
+    if value.ndim == 0:
+        return ""
+    if value.ndim == 1:
+        at = np.flatnonzero(bad)
+        return f"at position{'s' if len(at) > 1 else ''} {', '.join(map(str, at[:6]))} of {value.size}"
+    rows = np.argwhere(bad.any(axis=-1))
+    shown = ", ".join(str(tuple(int(i) for i in r)) if len(r) > 1 else str(int(r[0])) for r in rows[:6])
+    total = int(np.prod(value.shape[:-1]))
+    return f"in row{'s' if len(rows) > 1 else ''} {shown}{' …' if len(rows) > 6 else ''} ({len(rows)} of {total})"
+
+
+def cmp(name, ours, expected, atol=1e-6, hint="", nan_hint=""):
+    """``ours`` equals ``expected`` to ``atol``; otherwise say where and by how much.
+
+    ``hint`` is added when the values differ and ``nan_hint`` when ``ours`` holds NaN; give
+    them only where that example points at one cause.
+    """
     ours = np.asarray(ours) if not isinstance(ours, np.ndarray) else ours
     expected = np.asarray(expected, dtype=float)
     if ours.shape != expected.shape:
@@ -94,30 +391,40 @@ def cmp(name, ours, expected, atol=1e-6, hint=""):
     if ours.dtype.kind not in "biuf":
         raise CheckFailed(f"{name}: expected numbers, got an array of dtype {ours.dtype}.")
     if np.isnan(ours).any():
-        raise CheckFailed(f"{name} contains NaN: {np.array2string(ours, precision=4)}. "
-                          "Large logits overflow exp() unless you subtract the max first.")
+        raise CheckFailed(f"{name} contains NaN {_where_nan(ours)}: "
+                          f"{np.array2string(ours, precision=4)}. {nan_hint}".strip())
     gap = np.abs(ours.astype(float) - expected)
     if not (gap <= atol).all():
         where = tuple(int(i) for i in np.unravel_index(np.argmax(gap), gap.shape))
+        factor = ""
+        nonzero = expected != 0
+        if nonzero.any() and (ours.astype(float)[~nonzero] == 0).all():
+            ratio = ours.astype(float)[nonzero] / expected[nonzero]
+            if np.allclose(ratio, ratio.flat[0], rtol=1e-6) and abs(ratio.flat[0] - 1) > 1e-3:
+                factor = f" Yours is {ratio.flat[0]:.4g} times the expected value everywhere."
         raise CheckFailed(
             f"{name} is off by up to {gap.max():.3g} (tolerance {atol:g}); at index {where} "
-            f"you have {ours[where]:.6g}, expected {expected[where]:.6g}. {hint}".strip())
+            f"you have {ours[where]:.6g}, expected {expected[where]:.6g}.{factor} {hint}".strip())
     print(f"✓ {name} matches to {atol:g}")
 
 
-def check_rows_sum_to_one(name, weights, axis=-1):
+def check_rows_sum_to_one(name, weights, axis=-1, nan_hint=""):
     """Each slice of ``weights`` along ``axis`` is a distribution: non-negative, summing to 1."""
     weights = np.asarray(weights, dtype=float)
     if np.isnan(weights).any():
-        raise CheckFailed(f"{name} contains NaN. Subtract the max before exp(), and give a row "
-                          "with nothing visible all-zero weights instead of 0/0.")
+        raise CheckFailed(f"{name} contains NaN {_where_nan(np.moveaxis(weights, axis, -1))}. {nan_hint}".strip())
     if (weights < 0).any():
         raise CheckFailed(f"{name} has negative weights; softmax weights are never negative.")
     sums = weights.sum(axis=axis)
     if not np.allclose(sums, 1.0, atol=1e-9):
         shown = np.array2string(sums.ravel()[:6], precision=2, separator=", ")
-        raise CheckFailed(f"the slices of {name} along axis {axis} sum to {shown}, not 1: "
-                          "did you normalise over the wrong axis?")
+        asked = axis % weights.ndim
+        other = [a for a in range(weights.ndim) if a != asked and np.allclose(weights.sum(axis=a), 1.0, atol=1e-9)]
+        named = [f"{a - weights.ndim}" if a - weights.ndim == -1 else f"{a}" for a in other]
+        raise CheckFailed(f"the slices of {name} along axis {axis} sum to {shown}, not 1" + (
+            f", but the slices along axis {named[0]} do: it is normalised along axis {named[0]} instead of "
+            f"axis {axis}. Take the max and the sum along the `axis` you are given." if other else
+            ": normalise along that axis (the max and the sum both along it, with keepdims=True)."))
     print(f"✓ every slice of {name} along axis {axis} sums to 1")
 
 
@@ -129,15 +436,35 @@ def check_finite(name, value, hint=""):
     print(f"✓ {name} is finite")
 
 
-def check_unchanged(name, before, after):
-    """An input is the same after the call as before it."""
-    if not np.array_equal(np.asarray(before), np.asarray(after), equal_nan=True):
-        raise CheckFailed(f"your function changed {name} in place; work on a copy "
-                          "(`x = np.array(x, dtype=float)`) so the caller's data stays intact.")
-    print(f"✓ {name} was left unchanged")
+def check_no_numpy_warning(what, fn, *args, hint="", **kwargs):
+    """Call ``fn(*args, **kwargs)`` and fail if NumPy warns (overflow, 0/0, ...); return the result.
+
+    ``hint`` is a string, or a dict from words of the warning ("invalid", "overflow", ...) to the
+    advice that warning calls for.
+    """
+    named = _named_arguments(fn, args, kwargs)
+    snapshots = [(name, value, value.copy()) for name, value in _arrays(named)]
+    try:
+        with _stderr_discarded(), warnings.catch_warnings(record=True) as caught, \
+                np.errstate(divide="warn", over="warn", invalid="warn", under="ignore"):
+            warnings.simplefilter("always")
+            result = fn(*args, **kwargs)
+    except NotImplementedError:
+        raise _not_implemented(fn) from None
+    except Exception as exc:
+        raise _explain_error(exc, fn, named) from None
+    _check_not_mutated(fn, snapshots)
+    numeric = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    if numeric:
+        message = str(numeric[0].message)
+        if isinstance(hint, dict):
+            hint = next((advice for word, advice in hint.items() if word in message), "")
+        raise CheckFailed(f"{what} made NumPy warn: \"{message}\". {hint}".strip())
+    print(f"✓ {what} ran without a NumPy warning")
+    return result
 
 
-# ---------------------------------------------------------------- masks (lesson 04 and later)
+# ---------------------------------------------------------------- masks (lesson 03 and later)
 
 def check_causal_mask(name, mask, T):
     """``mask`` is the boolean ``(T, T)`` causal mask: True on and below the diagonal, False above."""
@@ -176,22 +503,71 @@ def check_causal_mask(name, mask, T):
     print(f"✓ {name} is the boolean causal mask for T = {T}")
 
 
-def check_masked_rows(name, weights, mask):
-    """Weights obey a mask: 0 where it is False, rows with something visible sum to 1, rows with nothing visible are all 0."""
+def _row_softmax(scores, axis=-1):
+    """A plain softmax for the checks' own candidate answers (-inf entries get 0, blind slices 0)."""
+    scores = np.asarray(scores, dtype=float)
+    top = np.max(scores, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(under="ignore"):
+        e = np.exp(scores - top)
+    total = e.sum(axis=axis, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
+def _masked_mistakes(scores, mask):
+    """Wrong answers a masked softmax is often mistaken for, as ``(what was done, weights)``."""
+    hidden = np.where(mask, scores, -np.inf)
+    return [
+        ("the hidden weights are zeroed after the softmax, so the visible ones keep the old denominator "
+         "(which still counts the hidden scores): mask the scores with -inf before the softmax",
+         _row_softmax(scores) * mask),
+        ("the softmax runs down the columns (axis=-2) instead of along each row (the last axis)",
+         _row_softmax(hidden, axis=-2)),
+        ("the mask is never applied", _row_softmax(scores)),
+        ("the scores are multiplied by the mask: a hidden score becomes 0, which still gets weight; it "
+         "must become -inf", _row_softmax(scores * mask)),
+        ("the mask's polarity is reversed: True must mean 'may attend'",
+         _row_softmax(np.where(mask, -np.inf, scores))),
+    ] + ([("the mask is transposed (np.triu where np.tril belongs): position i reads the later positions "
+           "instead of the earlier ones", _row_softmax(np.where(np.swapaxes(mask, -1, -2), scores, -np.inf)))]
+         if mask.shape[-1] == mask.shape[-2] else [])
+
+
+def check_masked_rows(name, weights, mask, scores=None, hint=""):
+    """Weights obey a mask: 0 where it is False, rows with something visible sum to 1, rows with
+    nothing visible are all 0.
+
+    With ``scores`` (the scores the weights came from), a wrong answer that equals a known mistake
+    is named. ``hint`` replaces the advice given when a hidden position gets weight.
+    """
     weights = np.asarray(weights, dtype=float)
     try:
         mask = np.broadcast_to(np.asarray(mask, dtype=bool), weights.shape)
     except ValueError:
         raise CheckFailed(f"{name} has shape {weights.shape}, which does not fit the mask of shape "
                           f"{np.shape(mask)}.") from None
-    if np.isnan(weights).any():
-        rows = np.argwhere(np.isnan(weights).any(axis=-1))[0]
-        blind = not mask[tuple(rows)].any()
-        raise CheckFailed(f"{name} contains NaN (first in row {tuple(int(r) for r in rows)}). " + (
-            "That row has nothing visible: exp(-inf) is 0 everywhere, and 0/0 is NaN. Give such a row "
-            "all-zero weights instead." if blind else
-            "Subtract the row max before exp() and take it over the visible scores only."))
+    if scores is not None:
+        scores = np.broadcast_to(np.asarray(scores, dtype=float), weights.shape)
+        right = _row_softmax(np.where(mask, scores, -np.inf))
+        if not np.allclose(weights, right, rtol=1e-9, atol=1e-12):
+            for explanation, wrong in _masked_mistakes(scores, mask):
+                if not np.allclose(wrong, right, atol=1e-12) and \
+                        np.allclose(weights, wrong, rtol=1e-9, atol=1e-12, equal_nan=True):
+                    raise CheckFailed(f"{name} is exactly what you get when {explanation}.")
     visible = mask.any(axis=-1)                                    # (...,) rows with something to read
+    if np.isnan(weights).any():
+        rows = np.argwhere(np.isnan(weights).any(axis=-1))
+        blind = [tuple(int(r) for r in row) for row in rows if not visible[tuple(row)]]
+        first = tuple(int(r) for r in rows[0])
+        if blind:
+            raise CheckFailed(f"{name} contains NaN in row{'s' if len(blind) > 1 else ''} "
+                              f"{', '.join(map(str, blind[:4]))}, which may read nothing: exp(-inf) is 0 "
+                              "everywhere there, and 0/0 is NaN. Give such a row all-zero weights instead.")
+        large = scores is not None and np.abs(scores[first][mask[first]]).max() > 700
+        raise CheckFailed(f"{name} contains NaN in row {first}, which can read "
+                          f"{int(mask[first].sum())} position(s)." + (
+                              " Its scores are large enough for exp() to overflow: subtract the row's "
+                              "max over the visible scores before exp()." if large else ""))
     blind_rows = weights[~visible]                                 # (n_blind, T_k)
     if blind_rows.size and np.abs(blind_rows).max() > 1e-12:
         uniform = np.allclose(blind_rows, 1.0 / weights.shape[-1])
@@ -208,52 +584,32 @@ def check_masked_rows(name, weights, mask):
         raise CheckFailed(f"{name} puts weight {weights[where]:.4g} at {where}, where the mask is False. " + (
             "All the weight sits where the mask is False and none where it is True: the polarity is "
             "reversed. True means 'may attend'." if flipped else
-            "Masked positions must get exactly 0: replace their scores by -inf before the softmax."))
+            hint or "Masked positions must get exactly 0: replace their scores by -inf before the softmax."))
     sums = weights.sum(axis=-1)[visible]
     empty = np.argwhere(visible & (np.abs(weights).sum(axis=-1) == 0))
     if empty.size:
         row = tuple(int(r) for r in empty[0])
+        row = row[0] if len(row) == 1 else row
         raise CheckFailed(f"row {row} of {name} is all zeros although it may read some positions. Does "
                           "your mask hide more than it should? A strict triangle (no diagonal) leaves the "
                           "first position with nothing to read.")
     if not np.allclose(sums, 1.0, atol=1e-9):
         shown = np.array2string(sums[:6], precision=4, separator=", ")
-        raise CheckFailed(f"rows of {name} that can see something sum to {shown}, not 1. Zeroing the "
-                          "hidden weights after the softmax leaves the visible ones too small: mask the "
-                          "scores before the softmax (or renormalise).")
+        if (sums > 1 + 1e-9).any():
+            raise CheckFailed(f"rows of {name} that can see something sum to {shown}, and some to more "
+                              "than 1: the weights are not normalised along each row. Normalise over the "
+                              "last axis (each row), not down the columns.")
+        raise CheckFailed(f"rows of {name} that can see something sum to {shown}, less than 1, although "
+                          "the hidden positions get 0: the hidden weights were probably zeroed after the "
+                          "softmax, which keeps them in the denominator. Mask the scores before the softmax.")
     print(f"✓ {name} respects the mask: hidden positions get 0, every row that sees something sums to 1"
           + (", blind rows are all 0" if (~visible).any() else ""))
 
 
-def check_no_numpy_warning(what, fn, *args, hint="", **kwargs):
-    """Call ``fn(*args, **kwargs)`` and fail if NumPy warns (overflow, 0/0, ...); return the result."""
-    try:
-        with _stderr_discarded(), warnings.catch_warnings(record=True) as caught, \
-                np.errstate(divide="warn", over="warn", invalid="warn", under="ignore"):
-            warnings.simplefilter("always")
-            result = fn(*args, **kwargs)
-    except NotImplementedError:
-        raise CheckFailed(f"{getattr(fn, '__name__', 'this function')} is not implemented yet: "
-                          "replace `raise NotImplementedError()` with your code.") from None
-    numeric = [w for w in caught if issubclass(w.category, RuntimeWarning)]
-    if numeric:
-        raise CheckFailed(f"{what} made NumPy warn: \"{numeric[0].message}\". {hint}".strip())
-    print(f"✓ {what} ran without a NumPy warning")
-    return result
+# ---------------------------------------------------------------- scale and statistics (lessons 01-03)
 
-
-# ---------------------------------------------------------------- scale and statistics (lessons 02-03)
-
-def check_score_scale(name, weights, raw_scores, d_k, **other_widths):
-    """The rows of ``weights`` are ``softmax(raw_scores / √d_k)``; otherwise name the divisor used.
-
-    ``other_widths`` are widths one might divide by by mistake, e.g. ``d_model=3`` or ``d_v=5``.
-    """
-    weights = np.asarray(weights, dtype=float)
-    scores = np.broadcast_to(np.asarray(raw_scores, dtype=float), weights.shape)
-    if np.isnan(weights).any():
-        raise CheckFailed(f"{name} contains NaN.")
-    # If weights = softmax(c · scores) along each row, then log w = c · scores + (a row constant).
+def _softmax_scale(weights, scores):
+    """The ``c`` with ``weights = softmax(c · scores)`` along each row, or None if there is none."""
     pairs = []
     for w, s in zip(weights.reshape(-1, weights.shape[-1]), scores.reshape(-1, scores.shape[-1])):
         keep = w > 0
@@ -261,30 +617,59 @@ def check_score_scale(name, weights, raw_scores, d_k, **other_widths):
             lw, ss = np.log(w[keep]), s[keep]
             pairs.append((lw - lw.mean(), ss - ss.mean()))
     if not pairs:
-        raise CheckFailed(f"{name}: no row has two different scores with positive weight, so the "
-                          "scale cannot be read off.")
+        return None
     c = sum(lw @ ss for lw, ss in pairs) / sum(ss @ ss for _, ss in pairs)
     if max(float(np.abs(lw - c * ss).max()) for lw, ss in pairs) > 1e-6:
+        return None
+    return c
+
+
+def check_score_scale(name, weights, raw_scores, d_k, width="d_k", **other_widths):
+    """The rows of ``weights`` are ``softmax(raw_scores / √d_k)``; otherwise name the divisor used.
+
+    ``width`` is what the lesson calls the width (``"d"`` in lesson 01); ``other_widths`` are
+    widths one might divide by by mistake, e.g. ``d_model=3`` or ``d_v=5``.
+    """
+    weights = np.asarray(weights, dtype=float)
+    scores = np.broadcast_to(np.asarray(raw_scores, dtype=float), weights.shape)
+    if np.isnan(weights).any():
+        raise CheckFailed(f"{name} contains NaN {_where_nan(weights)}.")
+    root = f"√{width}"
+    c = _softmax_scale(weights, scores)
+    if c is None:
+        swapped = np.swapaxes(scores, -1, -2)
+        if np.allclose(weights, _row_softmax(scores / np.sqrt(d_k), axis=-2), atol=1e-12):
+            raise CheckFailed(f"{name} is the softmax of the scores down each column (axis=-2): each "
+                              "query's row must be the distribution, so take the softmax along the last axis.")
+        if weights.shape[-1] == weights.shape[-2] and _softmax_scale(weights, swapped) is not None:
+            raise CheckFailed(f"{name} is a softmax of the transposed scores: row i holds what every "
+                              "position scores on i. The scores are Q Kᵀ (queries times keys), not K Qᵀ.")
         raise CheckFailed(f"{name} is not a softmax of the scores along each row: softmax each row "
-                          "of Q Kᵀ / √d_k (the last axis) and change nothing else.")
+                          f"of Q Kᵀ / {root} (the last axis) and change nothing else.")
     if np.isclose(c, 1 / np.sqrt(d_k), rtol=1e-6):
-        print(f"✓ {name} = softmax(scores / √d_k) with d_k = {d_k}")
+        print(f"✓ {name} = softmax(scores / {root}) with {width} = {d_k}")
         return
     divisor = 1 / c if c != 0 else np.inf
-    guesses = {"1: the scores were not scaled": 1.0, f"d_k = {d_k} instead of √d_k": float(d_k)}
-    for width, value in other_widths.items():
-        guesses[f"√{width} = √{value} instead of √d_k = √{d_k}"] = float(np.sqrt(value))
-        guesses[f"{width} = {value} instead of √d_k = √{d_k}"] = float(value)
+    guesses = {"1: the scores were not scaled": 1.0,
+               f"{width} = {d_k} instead of {root}": float(d_k)}
+    for other, value in other_widths.items():
+        guesses[f"√{other} = √{value} instead of {root} = √{d_k}"] = float(np.sqrt(value))
+        guesses[f"{other} = {value} instead of {root} = √{d_k}"] = float(value)
     for said, value in guesses.items():
         if np.isclose(divisor, value, rtol=1e-6):
             raise CheckFailed(f"{name} is what you get by dividing the scores by {said}. The scale "
-                              f"is 1/√d_k with d_k = K.shape[-1] = {d_k}.")
+                              f"is 1/{root} with {width} = {d_k}" + (
+                                  " = K.shape[-1]." if width == "d_k" else "."))
     raise CheckFailed(f"{name} is what you get by dividing the scores by {divisor:.4g}, but the "
-                      f"divisor should be √d_k = {np.sqrt(d_k):.4g} (d_k = K.shape[-1] = {d_k}).")
+                      f"divisor should be {root} = {np.sqrt(d_k):.4g} ({width} = {d_k}).")
 
 
-def check_statistic(name, value, expected, standard_error, within=5.0, hint=""):
-    """A simulated ``value`` is a float within ``within`` standard errors of ``expected``."""
+def check_statistic(name, value, expected, standard_error, within=5.0, hint="", fingerprints=()):
+    """A simulated ``value`` is a float within ``within`` standard errors of ``expected``.
+
+    ``fingerprints`` are ``(what you probably computed, the value that gives)``: when ``value`` is
+    off and lies within 5 % of one of them, that is named instead of ``hint``.
+    """
     if isinstance(value, np.ndarray) or not isinstance(value, (float, np.floating)):
         shape = f" of shape {value.shape}" if isinstance(value, np.ndarray) else ""
         raise CheckFailed(f"{name} should be a float, but its type is {type(value).__name__}{shape}: "
@@ -293,19 +678,24 @@ def check_statistic(name, value, expected, standard_error, within=5.0, hint=""):
         raise CheckFailed(f"{name} is {value}. {hint}".strip())
     z = (float(value) - expected) / standard_error
     if abs(z) > within:
+        for explanation, typical in fingerprints:
+            if np.isclose(float(value), typical, rtol=0.05):
+                hint = f"It is close to {typical:.4g}, which is {explanation}."
+                break
         raise CheckFailed(f"{name} = {float(value):.6g}, but it should be near {expected:g}: that is "
                           f"{z:+.1f} standard errors away (one standard error is {standard_error:.3g} "
                           f"here; allowed ±{within:g}). {hint}".strip())
     print(f"✓ {name} = {float(value):.4f}, {abs(z):.1f} standard errors from {expected:g}")
 
 
-# ---------------------------------------------------------------- known mistakes (lesson 06 and later)
+# ---------------------------------------------------------------- known mistakes
 
-def cmp_known_mistakes(name, ours, expected, mistakes=(), atol=1e-9, hint=""):
+def cmp_known_mistakes(name, ours, expected, mistakes=(), atol=1e-9, hint="", nan_hint=""):
     """``ours`` equals ``expected``; if not and it equals a known wrong answer, name that mistake.
 
     ``mistakes`` is a sequence of ``(what you probably did, the array that mistake produces)``;
-    the explanation completes the sentence "it is exactly what you get when ...".
+    the explanation completes the sentence "it is exactly what you get when ...". NaN in the
+    same places counts as equal, so a mistake that produces NaN can be named too.
     """
     if not isinstance(ours, np.ndarray):
         raise CheckFailed(f"{name} should be a NumPy array of shape {np.shape(expected)}, "
@@ -322,21 +712,49 @@ def cmp_known_mistakes(name, ours, expected, mistakes=(), atol=1e-9, hint=""):
         if wrong.shape == ours.shape and ours.dtype.kind in "biuf" and \
                 np.allclose(ours, wrong, rtol=1e-9, atol=atol, equal_nan=True):
             raise CheckFailed(f"{name} is not right: it is exactly what you get when {explanation}.")
-    cmp(name, ours, expected, atol=atol, hint=hint)
+    cmp(name, ours, expected, atol=atol, hint=hint, nan_hint=nan_hint)
 
 
 # ---------------------------------------------------------------- memory (lesson 08)
 
-def check_peak_memory(name, peak_bytes, limit_bytes, hint=""):
-    """A measured peak (bytes, from ``tracemalloc``) stays under ``limit_bytes``; otherwise say by how much."""
-    if peak_bytes >= limit_bytes:
-        raise CheckFailed(f"{name} peaked at {peak_bytes / 1e6:.1f} MB, over the limit of "
-                          f"{limit_bytes / 1e6:.1f} MB ({peak_bytes / limit_bytes:.1f} times too much). "
-                          f"{hint}".strip())
-    print(f"✓ {name} peaked at {peak_bytes / 1e6:.2f} MB, under the limit of {limit_bytes / 1e6:.1f} MB")
+def check_memory_growth(name, fn, make_inputs, lengths=(512, 1024, 2048), **kwargs):
+    """Peak memory of ``fn(*make_inputs(T), **kwargs)`` must not grow like T².
+
+    The peak (``tracemalloc``) is measured at three lengths T, 2T, 4T. A peak of the form
+    a + b·T + c·T² has c = (2·p(T) − 3·p(2T) + p(4T)) / (6·T²): the bytes per (query, key)
+    pair. Copies of the inputs and the output grow like T and cancel out of c; a ``(T, T)``
+    array of float64 gives c ≈ 8 or more, a boolean one c ≈ 1.
+    """
+    from .long_context import peak_memory
+
+    T = lengths[0]
+    if tuple(lengths) != (T, 2 * T, 4 * T):
+        raise ValueError("lengths must be T, 2T and 4T")
+    peaks = []
+    for length in lengths:
+        inputs = make_inputs(length)
+        try:
+            _, peak = peak_memory(_quietly, fn, *inputs, **kwargs)
+        except NotImplementedError:
+            raise _not_implemented(fn) from None
+        except Exception as exc:
+            named = _named_arguments(fn, inputs, kwargs)
+            raise _explain_error(exc, fn, named) from None
+        peaks.append(peak)
+        del inputs
+    per_pair = (2 * peaks[0] - 3 * peaks[1] + peaks[2]) / (6 * T * T)
+    shown = ", ".join(f"{p / 1e6:.2f} MB at T = {t}" for p, t in zip(peaks, lengths))
+    if per_pair > 0.25:
+        kind = ("a (T, T) array of float64 (scores or weights)" if per_pair >= 6 else
+                "a (T, T) boolean array (a mask?)" if per_pair < 2 else "a (T, T) array")
+        raise CheckFailed(f"{name}: the peak memory grows like T², about {per_pair:.1f} bytes per (query, "
+                          f"key) pair ({shown}), which is what {kind} costs. Build only one tile at a time: "
+                          "scores, weights and mask of one block of queries against one block of keys.")
+    print(f"✓ {name}: peak memory {shown}; the part that grows like T² is {max(per_pair, 0.0):.3f} bytes "
+          "per (query, key) pair, so no (T, T) array is built")
 
 
-# ---------------------------------------------------------------- gradients (lesson 05)
+# ---------------------------------------------------------------- gradients (lessons 05 and 07)
 
 def rel_error(analytic, numeric):
     """Relative error of a gradient check, ``‖a − n‖ / max(‖a‖, ‖n‖)``; 0 when both are exactly 0."""
@@ -345,37 +763,70 @@ def rel_error(analytic, numeric):
     return 0.0 if scale == 0 else float(np.linalg.norm(analytic - numeric)) / scale
 
 
-def check_gradient(name, analytic, f, x, tol=1e-7, h=1e-5, hint=""):
-    """``analytic`` is the gradient of the scalar function ``f`` at ``x``: central differences,
-    computed here in float64, agree to a relative error below ``tol``."""
-    x = np.array(x, dtype=float)
-    if not isinstance(analytic, np.ndarray):
-        raise CheckFailed(f"{name} should be a NumPy array of shape {x.shape}, got {type(analytic).__name__}.")
-    if analytic.shape != x.shape:
-        raise CheckFailed(f"{name} has shape {analytic.shape}, but a gradient has the shape of what it "
-                          f"differentiates: {x.shape}. {hint}".strip())
-    if not np.isfinite(analytic).all():
-        raise CheckFailed(f"{name} contains NaN or inf. A row with nothing visible has all-zero weights, "
-                          f"so its gradient is 0, not 0/0. {hint}".strip())
+def _central_differences(f, x, h):
     numeric = np.zeros(x.shape)
     for index in np.ndindex(*x.shape):
         step = np.zeros(x.shape)
         step[index] = h
         numeric[index] = (float(f(x + step)) - float(f(x - step))) / (2 * h)
+    return numeric
+
+
+def _constant_factor(analytic, numeric):
+    """``k`` when ``analytic`` is ``k`` times ``numeric`` everywhere (to 1e-6), else None."""
+    if not numeric.any() or not analytic.any():
+        return None
+    factor = float(np.vdot(analytic, numeric) / np.vdot(numeric, numeric))
+    return factor if rel_error(analytic, factor * numeric) < 1e-6 else None
+
+
+def check_gradient(name, analytic, f, x, tol=1e-7, h=1e-5, hint="", alternatives=(), known_factors=None):
+    """``analytic`` is the gradient of the scalar function ``f`` at ``x``: central differences,
+    computed here in float64, agree to a relative error below ``tol``.
+
+    When they do not, the failure names what the evidence shows: ``known_factors`` maps a factor
+    (say √d_k) to what it means when yours is that multiple of the right gradient;
+    ``alternatives`` are ``(what you probably did, g)`` where ``g`` is a scalar function whose
+    gradient a plausible mistake computes instead (the loss without the mask, say): if yours
+    matches one, that one is named. ``hint`` is given only when nothing matched.
+    """
+    x = np.array(x, dtype=float)
+    if not isinstance(analytic, np.ndarray):
+        raise CheckFailed(f"{name} should be a NumPy array of shape {x.shape}, got {type(analytic).__name__}.")
+    if analytic.shape != x.shape:
+        why = ""
+        if analytic.ndim > x.ndim and analytic.shape[analytic.ndim - x.ndim:] == x.shape:
+            why = (" It has extra leading axes, one gradient per sequence: a parameter shared by the whole "
+                   "batch collects the sum of them over the leading axes.")
+        elif analytic.shape == x.shape[::-1]:
+            why = " It is transposed: for P = X W the weight gradient is Xᵀ dP, shaped like W."
+        raise CheckFailed(f"{name} has shape {analytic.shape}, but a gradient has the shape of what it "
+                          f"differentiates: {x.shape}.{why}")
+    if not np.isfinite(analytic).all():
+        raise CheckFailed(f"{name} contains NaN or inf {_where_nan(np.where(np.isfinite(analytic), 0.0, np.nan))}.")
+    numeric = _central_differences(f, x, h)
     error = rel_error(analytic, numeric)
     if error > tol:
-        if not analytic.any():
+        factor = _constant_factor(analytic, numeric)
+        named = next((meaning for value, meaning in (known_factors or {}).items()
+                      if factor is not None and np.isclose(factor, value, rtol=1e-6)), None)
+        for explanation, other in alternatives:
+            if named is None and rel_error(analytic, _central_differences(other, x, h)) <= max(tol, 1e-6):
+                named = f"it is exactly the gradient you get when {explanation}"
+        if named is not None:
+            detail = f"Yours is {factor:.4g} times the right gradient: {named}." if factor is not None and \
+                not named.startswith("it is") else named[0].upper() + named[1:] + "."
+            hint = ""
+        elif not analytic.any():
             detail = "Yours is zero everywhere, but the loss does change with it."
         elif not numeric.any():
             detail = "The loss does not change with it at all here, so its gradient is 0."
+        elif factor is not None:
+            detail = f"Yours is {factor:.4g} times the right gradient everywhere: a constant factor is off."
         else:
-            factor = float(np.vdot(analytic, numeric) / np.vdot(numeric, numeric))
-            if rel_error(analytic, factor * numeric) < 1e-6:
-                detail = f"Yours is {factor:.4g} times the right gradient everywhere: a constant factor is off."
-            else:
-                where = tuple(int(i) for i in np.unravel_index(np.argmax(np.abs(analytic - numeric)), x.shape))
-                detail = (f"The largest gap is at index {where}: yours {analytic[where]:.6g}, central "
-                          f"differences {numeric[where]:.6g}.")
+            where = tuple(int(i) for i in np.unravel_index(np.argmax(np.abs(analytic - numeric)), x.shape))
+            detail = (f"The largest gap is at index {where}: yours {analytic[where]:.6g}, central "
+                      f"differences {numeric[where]:.6g}.")
         raise CheckFailed(f"{name} disagrees with central differences: relative error {error:.2e}, which "
                           f"should be below {tol:g}. {detail} {hint}".strip())
     print(f"✓ {name} agrees with central differences (relative error {error:.1e} < {tol:g})")
@@ -391,3 +842,92 @@ def check_zero(name, value, hint=""):
         raise CheckFailed(f"{name} should be exactly 0, but it is {value[where]:.3g} at index {where}. "
                           f"{hint}".strip())
     print(f"✓ {name} is exactly 0")
+
+
+#: The capstone's parameters in the order backpropagation reaches them (nearest the loss first).
+BACKPROP_ORDER = ("W_out", "W_V", "W_Q", "W_K", "E_name", "E_attr")
+
+
+def _diagnose_model_gradients(table, n_graded, d_k):
+    """Name the step of the capstone's backward pass that the pattern of wrong gradients points at.
+
+    ``table[setting][name]`` is ``(relative error, constant factor or None)``; the first setting is
+    the real model (softmax, scaled, causal).
+    """
+    wrong = {s: [n for n in BACKPROP_ORDER if row[n][0] > 1e-6] for s, row in table.items()}
+    real = next(iter(table))
+    factors = [table[s][n][1] for s in table for n in wrong[s]]
+    if wrong[real] == list(BACKPROP_ORDER) and None not in factors and np.allclose(factors, factors[0], rtol=1e-6):
+        factor = factors[0]
+        if np.isclose(factor, n_graded, rtol=1e-6):
+            return (f"every gradient is {factor:.4g} times the right one, and {n_graded} is the number of "
+                    "graded positions N: the loss is a mean over them, so dZ = (softmax(z) − onehot(y)) / N.")
+        return f"every gradient is {factor:.4g} times the right one: a constant factor in dZ is off."
+    first = (wrong[real] or next(w for w in wrong.values() if w))[0]
+    if first == "W_out":
+        return ("the gradient nearest the loss, W_out's, is already wrong: dZ = (softmax(z) − onehot(y)) / N "
+                "at the graded positions and 0 elsewhere, then dW_out = Oᵀ dZ summed over batch and positions.")
+    if first == "W_V":
+        return "W_out is right but W_V is not: dV = Aᵀ dO (transpose the weights, not dO), then dW_V = Xᵀ dV."
+    if first in ("W_Q", "W_K"):
+        both = [n for n in ("W_Q", "W_K") if n in wrong[real]]
+        scale = [table[real][n][1] for n in ("W_Q", "W_K")]
+        raw = next((s for s in table if "'raw'" in s), None)
+        if all(f is not None and np.isclose(f, np.sqrt(d_k), rtol=1e-6) for f in scale):
+            return (f"W_out and W_V are right, and W_Q and W_K are both √d_k = {np.sqrt(d_k):.4g} times too "
+                    "large: the 1/√d_k of the forward pass belongs in dQ = c dS K and dK = c dSᵀ Q too.")
+        if both == ["W_Q", "W_K"] and raw is not None and not {"W_Q", "W_K"} & set(wrong[raw]):
+            return ("W_out and W_V are right, and W_Q and W_K are right with weighting='raw' (no softmax) but "
+                    "wrong with the softmax: the softmax backward is off. It is dS = A ⊙ (dA − Σ_j A ⊙ dA), "
+                    "the weighted sum along each row subtracted before multiplying by A.")
+        if both == ["W_K"]:
+            return "W_out, W_V and W_Q are right but W_K is not: dK = c · dSᵀ Q (transpose the last two axes of dS)."
+        if both == ["W_Q"]:
+            return "W_out, W_V and W_K are right but W_Q is not: dQ = c · dS K."
+        return ("W_out and W_V are right but W_Q and W_K are not: the error is between dA and dQ, dK "
+                "(the softmax backward, or the scores' step dQ = c dS K, dK = c dSᵀ Q).")
+    return ("every weight matrix is right and only the embedding tables are wrong: each row of dX goes back to "
+            "the table rows its ids came from, and an id used several times must collect all of its gradients "
+            "(np.add.at(dE, ids, dX) adds them; dE[ids] += dX keeps only one).")
+
+
+def check_model_gradients(model_backward, params, data, settings, n_graded):
+    """The capstone's gradient check: every parameter under every switch setting, then one diagnosis.
+
+    All gradients are checked before anything is judged, so a failure names the step of the
+    backward pass that the pattern points at (the first wrong gradient in backpropagation order,
+    which switch settings are affected, a constant factor), not merely the first table checked.
+    """
+    table = {}
+    for flags in settings:
+        loss, grads = call(model_backward, params, data, **flags)
+        key = str(flags or "the real model")
+        table[key] = {}
+        print(f"--- {key}: loss {float(loss):.6f}")
+        for name in BACKPROP_ORDER:
+            analytic = grads.get(name) if isinstance(grads, dict) else None
+            shape = np.shape(params[name])
+            if not isinstance(analytic, np.ndarray) or analytic.shape != shape:
+                raise CheckFailed(f"grads[{name!r}] should be an array of shape {shape} (the shape of "
+                                  f"params[{name!r}]), got {type(analytic).__name__} "
+                                  f"{getattr(analytic, 'shape', '')}.")
+            if not np.isfinite(analytic).all():
+                raise CheckFailed(f"grads[{name!r}] contains NaN or inf with {key}.")
+
+            def loss_of(W, name=name):
+                return model_backward({**params, name: W}, data, **flags)[0]
+
+            try:
+                with _silenced():                  # one silencing for the whole sweep, not one per call
+                    numeric = _central_differences(loss_of, np.array(params[name], dtype=float), 1e-5)
+            except Exception as exc:
+                raise _explain_error(exc, model_backward, _named_arguments(model_backward, (params, data), flags)) from None
+            error = rel_error(analytic, numeric)
+            table[key][name] = (error, _constant_factor(analytic, numeric) if analytic.any() else 0.0)
+            print(f"    {name:<7} relative error {error:.1e}" + ("" if error <= 1e-6 else "   ✗"))
+    if all(err <= 1e-6 for row in table.values() for err, _ in row.values()):
+        print("✓ every gradient agrees with central differences (relative error < 1e-6)")
+        return
+    d_k = np.shape(params["W_K"])[1]
+    raise CheckFailed("the gradients disagree with central differences (the ✗ above): "
+                      + _diagnose_model_gradients(table, n_graded, d_k))

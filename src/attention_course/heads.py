@@ -1,10 +1,10 @@
-"""Lesson 06: a small hand-built multi-head example on seed 004's sentence.
+"""Lesson 06: a small hand-built multi-head example on the "it" sentence.
 
 Nothing here computes attention: the lesson does that with the learner's own functions.
 """
 import numpy as np
 
-#: Seed 004's sentence, one token per word.
+#: The "it" sentence, one token per word.
 SENTENCE = "The cat sat on the mat because it was tired"
 
 #: What each of the six columns of ``X`` means in :func:`three_heads_example`.

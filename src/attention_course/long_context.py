@@ -79,9 +79,11 @@ def tiled_attention_mistakes(Q, K, V, block_size, causal=False):
     """Common wrong answers of tiled attention on small inputs, as ``(mistake, O)`` pairs.
 
     For the visible checks of lesson 08: wrong scale, a skipped last partial block (of keys or
-    of queries), a causal mask applied by block instead of by position, and the forgotten
-    rescalings of :func:`online_softmax_mistakes`. Each output is computed directly (it builds
-    the T_q × T_k scores, so keep the inputs small).
+    of queries), causal masks with the wrong boundary (by block, j < i, the diagonal tile left
+    out), no running max, and the forgotten rescalings of :func:`online_softmax_mistakes`. Each
+    output is computed directly (it builds the T_q × T_k scores, so keep the inputs small). A row
+    that a mistake leaves with nothing to read is NaN (0/0), as it is in a tiled loop. Mistakes
+    that give the right answer on these inputs are left out: they cannot be told apart here.
     """
     import numpy as np
 
@@ -89,20 +91,24 @@ def tiled_attention_mistakes(Q, K, V, block_size, causal=False):
     T_q, T_k, d_k, d_v = Q.shape[-2], K.shape[-2], K.shape[-1], V.shape[-1]
     i, j = np.arange(T_q)[:, None], np.arange(T_k)[None, :]
 
-    def attend(Q, K, V, visible=None, divisor=np.sqrt(d_k)):
+    def attend(Q, K, V, visible=None, divisor=np.sqrt(d_k), shift=True):
         s = Q @ np.swapaxes(K, -1, -2) / divisor                     # (..., T_q, T_k)
         if visible is not None:
             s = np.where(visible, s, -np.inf)
-        w = np.exp(s - s.max(axis=-1, keepdims=True))
-        return (w / w.sum(axis=-1, keepdims=True)) @ V               # (..., T_q, d_v)
+        with np.errstate(all="ignore"):
+            w = np.exp(s - s.max(axis=-1, keepdims=True)) if shift else np.exp(s)
+            return (w / w.sum(axis=-1, keepdims=True)) @ V           # (..., T_q, d_v)
 
     visible = (j <= i) if causal else None
+    right = attend(Q, K, V, visible)
     full_blocks = (T_k // block_size) * block_size
     mistakes = [
         ("the scores are not divided by √d_k", attend(Q, K, V, visible, 1.0)),
         ("the scores are divided by d_k instead of √d_k", attend(Q, K, V, visible, float(d_k))),
         ("the scores are divided by √d_v instead of √d_k (d_k = K.shape[-1])",
          attend(Q, K, V, visible, np.sqrt(d_v))),
+        ("nothing is subtracted before exp(): exp() of scores in the hundreds overflows to inf, and "
+         "inf / inf is NaN (keep a running max and subtract it)", attend(Q, K, V, visible, shift=False)),
     ]
     if 0 < full_blocks < T_k:
         cut = None if visible is None else visible[:, :full_blocks]
@@ -110,12 +116,30 @@ def tiled_attention_mistakes(Q, K, V, block_size, causal=False):
                          "full block: use stop = min(start + block_size, T))",
                          attend(Q, K[..., :full_blocks, :], V[..., :full_blocks, :], cut)))
     if (T_q // block_size) * block_size < T_q:
-        rows_missing = attend(Q, K, V, visible)
+        rows_missing = right.copy()
         rows_missing[..., (T_q // block_size) * block_size:, :] = 0.0
         mistakes.append(("the last, partial block of queries is never computed, so its rows stay 0",
                          rows_missing))
     if causal:
-        mistakes.append(("the causal mask is applied by block, not by position: a query also reads "
-                         "the later keys of its own block (mask with j <= i inside the diagonal tile)",
-                         attend(Q, K, V, j // block_size <= i // block_size)))
-    return mistakes + online_softmax_mistakes(Q, K, V, block_size, causal)
+        mistakes += [
+            ("the causal mask is applied by block, not by position: a query also reads the later keys "
+             "of its own block (mask with j <= i inside the diagonal tile)",
+             attend(Q, K, V, j // block_size <= i // block_size)),
+            ("the causal boundary is j < i: a position must also read itself (j <= i), and the first "
+             "one then has nothing to read at all (0/0)", attend(Q, K, V, j < i)),
+            ("the diagonal tile is skipped: the key loop stops before the tile the diagonal runs "
+             "through, so the first block of queries reads nothing (0/0) and every query misses the "
+             "keys of its own block", attend(Q, K, V, j < (i // block_size) * block_size)),
+        ]
+    reads, seen = [], []
+    for start in range(0, T_k, block_size):                          # each block normalised on its own
+        stop = min(start + block_size, T_k)
+        block_visible = None if visible is None else visible[:, start:stop]
+        reads.append(np.nan_to_num(attend(Q, K[..., start:stop, :], V[..., start:stop, :], block_visible)))
+        seen.append(np.ones((T_q, 1)) if visible is None else visible[:, start:stop].any(axis=-1, keepdims=True))
+    if len(reads) > 1:
+        mistakes.append(("each block of keys gets its own softmax and the blocks' reads are averaged: the "
+                         "blocks must share one softmax, through the running max and the running sum",
+                         sum(reads) / sum(seen)))
+    mistakes += online_softmax_mistakes(Q, K, V, block_size, causal)
+    return [(e, o) for e, o in mistakes if not np.allclose(o, right, rtol=1e-9, atol=1e-12, equal_nan=True)]

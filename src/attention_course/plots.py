@@ -54,22 +54,65 @@ def shares_bar(shares, labels, title="Shares of one unit of attention", ax=None,
     return ax
 
 
-def vectors_2d(points, labels, moved=None, title="Token vectors", ax=None):
-    """Arrows from the origin to each 2-D vector; ``moved`` maps a label to its new position."""
+def _segment_distance(point, start, end):
+    """Distance from ``point`` to the segment from ``start`` to ``end``."""
+    along = end - start
+    t = 0.0 if not along.any() else np.clip(np.dot(point - start, along) / np.dot(along, along), 0, 1)
+    return float(np.linalg.norm(point - (start + t * along)))
+
+
+def _label_offset(point, segments, reach, distance=16):
+    """Text offset (in points) and alignment for a label at ``point``: of eight directions, the one
+    whose spot at ``reach`` (data units) lies farthest from every drawn arrow (``segments``)."""
+    point = np.asarray(point, dtype=float)
+    best, best_gap = None, -1.0
+    for angle in np.arange(8) * np.pi / 4 + np.pi / 8:
+        way = np.array([np.cos(angle), np.sin(angle)])
+        gap = min(_segment_distance(point + reach * way, a, b) for a, b in segments)
+        if gap > best_gap:
+            best, best_gap = way, gap
+    ha = "left" if best[0] > 0.3 else "right" if best[0] < -0.3 else "center"
+    va = "bottom" if best[1] > 0.3 else "top" if best[1] < -0.3 else "center"
+    return tuple(distance * best), ha, va
+
+
+def vectors_2d(points, labels, moved=None, outputs=None, title="Token vectors", ax=None):
+    """Arrows from the origin to each 2-D vector.
+
+    ``moved`` maps a label to that token's new position (its context vector): a dashed arrow from
+    the token's own vector to it. ``outputs`` maps a label to a vector that is not one of the
+    points moved (the output of a read, say): an arrow of its own from the origin.
+    """
     points = np.asarray(points, dtype=float)
     ax = _axis(ax, size=(4.8, 4.2))
     for (x, y), label in zip(points, labels):
         ax.annotate("", xy=(x, y), xytext=(0, 0),
                     arrowprops=dict(arrowstyle="->", color="tab:blue", lw=1.8))
         ax.text(x, y, f" {label}", va="bottom", fontsize=10)
+    extra = [np.asarray(v, dtype=float) for v in [*(moved or {}).values(), *(outputs or {}).values()]]
+    origin = np.zeros(2)
+    segments = [(origin, p) for p in points]
+    segments += [(points[labels.index(label)], np.asarray(new, dtype=float)) for label, new in (moved or {}).items()]
+    segments += [(origin, np.asarray(v, dtype=float)) for v in (outputs or {}).values()]
+    segments += [(p, p + [0.25 * max(np.abs(points).max(), 1e-12), 0.0]) for p in points]   # the point labels
+    reach = 0.15 * max(np.abs(np.vstack([points, *extra])).max(), 1e-12) if extra else 1.0
     for label, new in (moved or {}).items():
         start = points[labels.index(label)]
         new = np.asarray(new, dtype=float)
         ax.annotate("", xy=tuple(new), xytext=tuple(start),
                     arrowprops=dict(arrowstyle="->", color="tab:orange", lw=2, linestyle="--"))
         ax.plot(*new, "o", color="tab:orange")
-        ax.text(*new, f" {label} in context", color="tab:orange", va="top", fontsize=10)
-    span = np.abs(np.vstack([points, *[np.atleast_2d(v) for v in (moved or {}).values()]])).max()
+        offset, ha, va = _label_offset(new, segments, reach)
+        ax.annotate(f"{label} in context", tuple(new), xytext=offset, textcoords="offset points",
+                    color="tab:orange", ha=ha, va=va, fontsize=10)
+    for label, vector in (outputs or {}).items():
+        vector = np.asarray(vector, dtype=float)
+        ax.annotate("", xy=tuple(vector), xytext=(0, 0),
+                    arrowprops=dict(arrowstyle="->", color="tab:orange", lw=2.2))
+        offset, ha, va = _label_offset(vector, segments, reach)
+        ax.annotate(label, tuple(vector), xytext=offset, textcoords="offset points",
+                    color="tab:orange", ha=ha, va=va, fontsize=10)
+    span = np.abs(np.vstack([points, *[np.atleast_2d(v) for v in extra]])).max()
     ax.set_xlim(-span * 1.25, span * 1.25)
     ax.set_ylim(-span * 0.25, span * 1.35)
     ax.axhline(0, color="grey", lw=0.5)
@@ -89,9 +132,10 @@ def score_heatmap(scores, queries, keys=None, title="Scores", ax=None, annotate=
                          vmax=span, digits=2, label="score", light_above=0.6 * span)
 
 
-def mask_heatmap(mask, queries, keys=None, title="Who may read whom", ax=None):
+def mask_heatmap(mask, queries, keys=None, title="Who may read whom", ax=None, legend=True):
     """A boolean mask as a grid: filled = may attend, blank = blocked; rows read, columns are read."""
     from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
 
     mask = np.asarray(mask, dtype=bool)
     keys = queries if keys is None else keys
@@ -109,6 +153,10 @@ def mask_heatmap(mask, queries, keys=None, title="Who may read whom", ax=None):
     ax.set_yticks(np.arange(-0.5, mask.shape[0]), minor=True)
     ax.grid(which="minor", color="white", lw=1.5)
     ax.tick_params(which="minor", length=0)
+    if legend:
+        ax.legend(handles=[Patch(facecolor="tab:green", label="✓ True: may attend"),
+                           Patch(facecolor="#f2f2f2", edgecolor="grey", label="· False: blocked")],
+                  loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8)
     return ax
 
 

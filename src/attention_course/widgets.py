@@ -8,19 +8,22 @@ Each explorer comes in two halves:
   draws the initial state at once, and redraws on every change.
 
 The explorers hold no answers: they take the functions that do the work (your own, from the
-lesson) as arguments, and show a short message until those functions are implemented.
+lesson) as arguments. While those functions are not written yet, or when they raise an error, the
+explorer shows a short message saying which function to look at, instead of a traceback.
 
 Every control has a fixed ``description`` and every display a CSS class (``it-explorer-*``,
 ``saturation-explorer-*``), so a browser test can find them.
 """
+import html
+
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 
-from . import plots, seeds
+from . import plots, examples
 
 # ---------------------------------------------------------------------------------------------
-# Lesson 02: the "it" example of seed 004
+# Lesson 02: the "it" sentence
 # ---------------------------------------------------------------------------------------------
 
 
@@ -52,13 +55,13 @@ def causal_read(attention_fn, X, W_Q, W_K, W_V):
 
 
 def it_example_state(attention_fn, x_it=(0.2, 0.3, 0.0), query="it", causal=True):
-    """Seed 004's sentence "The cat sat it" with the vector of "it" replaced by ``x_it``.
+    """The "it" sentence, "The cat sat it", with the vector of "it" replaced by ``x_it``.
 
     Returns a dict with the ``tokens``, the input ``X`` (4, 3), the projections ``W_Q``, ``W_K``,
     ``W_V``, the values ``V`` (4, 2), the ``query`` token and its index ``q``, and what that token
     reads: ``weights`` (4,) and ``output`` (2,).
     """
-    X, W_Q, W_K, W_V, tokens = seeds.the_cat_sat_it()
+    X, W_Q, W_K, W_V, tokens = examples.the_cat_sat_it()
     X[tokens.index("it")] = np.asarray(x_it, dtype=float)
     q = tokens.index(query)
     weights, output = prefix_read(attention_fn, X, W_Q, W_K, W_V, q, causal=causal)
@@ -79,17 +82,24 @@ def _draw_it_state(state):
     plots.shares_bar(state["weights"], state["tokens"], highlight=state["query"], ax=left,
                      title=f'Weights of "{state["query"]}"'
                      + (" (causal)" if state["causal"] else " (no mask)"))
-    plots.vectors_2d(state["V"], state["tokens"], moved={state["query"]: state["output"]}, ax=right,
-                     title=f'Values, and the output of "{state["query"]}"')
+    plots.vectors_2d(state["V"], state["tokens"], outputs={"output": state["output"]}, ax=right,
+                     title=f'Values (blue), and the output of "{state["query"]}"')
     right.set_xlabel("value coordinate 1")
     right.set_ylabel("value coordinate 2")
     fig.tight_layout()
     return fig
 
 
-def _not_ready(exc):
-    return ("<i>Implement the function this explorer uses in the lesson above, run its cell, "
-            f"then run this cell again.</i> ({type(exc).__name__})")
+def _trouble(exc, functions):
+    """The explorer's message when the learner's code is not ready or raised an error."""
+    names = " or ".join(f"<code>{html.escape(name)}</code>" for name in functions)
+    if isinstance(exc, NotImplementedError):
+        return (f"<i>This explorer uses your {names}: implement it in the lesson above, run its cell, "
+                f"then run this cell again.</i> ({type(exc).__name__})")
+    return (f"<i>Your {names} raised an error here, so there is nothing to show: "
+            f"<code>{html.escape(type(exc).__name__)}: {html.escape(str(exc))[:300]}</code>. Its visible "
+            "check, the cell after its exercise, says what to change; fix it, run its cell, then run "
+            "this cell again.</i>")
 
 
 def it_explorer(attention_fn, x_it=(0.2, 0.3, 0.0), query="it", causal=True):
@@ -100,7 +110,7 @@ def it_explorer(attention_fn, x_it=(0.2, 0.3, 0.0), query="it", causal=True):
     chart of the query's weights, its output among the value vectors, and the same numbers as a
     line of text. Returns the widget box (display it by leaving it last in a cell).
     """
-    _, _, _, _, tokens = seeds.the_cat_sat_it()
+    _, _, _, _, tokens = examples.the_cat_sat_it()
     sliders = [widgets.FloatSlider(value=float(v), min=-1.0, max=2.0, step=0.05,
                                    description=f"x_it[{i}]", readout_format=".2f",
                                    continuous_update=False)
@@ -113,11 +123,13 @@ def it_explorer(attention_fn, x_it=(0.2, 0.3, 0.0), query="it", causal=True):
     def show(a, b, c, query, causal):
         try:
             state = it_example_state(attention_fn, (a, b, c), query, causal)
-        except NotImplementedError as exc:
-            line.value = _not_ready(exc)
+            text = describe_read(state)
+            figure = _draw_it_state(state)
+        except Exception as exc:  # the learner's function: explain instead of a traceback
+            plt.close("all")
+            line.value = _trouble(exc, [getattr(attention_fn, "__name__", "function")])
             return
-        line.value = describe_read(state)
-        figure = _draw_it_state(state)
+        line.value = text
         plt.show()
         plt.close(figure)
 
@@ -143,40 +155,58 @@ def entropy(p):
     return -np.sum(p * np.log(safe), axis=-1)
 
 
-def saturation_state(softmax_fn, jacobian_fn, d_k, temperature=1.0, scaled=True, n_keys=8, seed=0):
+def _one_read(softmax_fn, jacobian_fn, q, K, divisor):
+    weights = np.asarray(softmax_fn(K @ q / divisor), dtype=float)      # (n_keys,)
+    J = np.asarray(jacobian_fn(weights), dtype=float)                   # (n_keys, n_keys)
+    return weights, float(np.linalg.norm(J))
+
+
+def saturation_state(softmax_fn, jacobian_fn, d_k, temperature=1.0, scaled=True, n_keys=8, seed=0,
+                     n_draws=200):
     """One query reads ``n_keys`` keys, all standard normal in ``d_k`` dimensions.
 
     The logits are ``K q / (temperature · √d_k)`` when ``scaled``, else ``K q / temperature``.
     ``softmax_fn`` turns them into weights and ``jacobian_fn(p)`` gives the softmax Jacobian at
-    those weights. Returns a dict with ``logits``, ``weights``, ``max_weight``, ``entropy``
-    (nats), ``jacobian_norm`` (Frobenius) and the ``divisor`` the dot products were divided by.
+    those weights. One random draw is what the bars show: ``logits``, ``weights``, ``max_weight``,
+    ``entropy`` (nats) and ``jacobian_norm`` (Frobenius). One draw can mislead, so the same three
+    numbers are also averaged over ``n_draws`` draws: ``mean_max_weight``, ``mean_entropy``,
+    ``mean_jacobian_norm``. ``divisor`` is what the dot products were divided by.
     """
     g = np.random.default_rng(seed)
-    q = g.standard_normal(d_k)                           # (d_k,)
-    K = g.standard_normal((n_keys, d_k))                 # (n_keys, d_k)
     divisor = temperature * (np.sqrt(d_k) if scaled else 1.0)
-    logits = K @ q / divisor                             # (n_keys,)
-    weights = np.asarray(softmax_fn(logits), dtype=float)
-    J = np.asarray(jacobian_fn(weights), dtype=float)    # (n_keys, n_keys)
+    reads = []
+    for _ in range(n_draws):
+        q = g.standard_normal(d_k)                                      # (d_k,)
+        K = g.standard_normal((n_keys, d_k))                            # (n_keys, d_k)
+        if not reads:
+            logits = K @ q / divisor                                    # (n_keys,) the draw shown
+        reads.append(_one_read(softmax_fn, jacobian_fn, q, K, divisor))
+    weights, jacobian_norm = reads[0]
     return {"d_k": d_k, "temperature": temperature, "scaled": scaled, "divisor": divisor,
             "logits": logits, "weights": weights, "max_weight": float(weights.max()),
-            "entropy": float(entropy(weights)), "jacobian_norm": float(np.linalg.norm(J))}
+            "entropy": float(entropy(weights)), "jacobian_norm": jacobian_norm, "n_draws": n_draws,
+            "mean_max_weight": float(np.mean([w.max() for w, _ in reads])),
+            "mean_entropy": float(np.mean([entropy(w) for w, _ in reads])),
+            "mean_jacobian_norm": float(np.mean([j for _, j in reads]))}
 
 
 def describe_saturation(state):
-    """One line of text with the numbers the saturation explorer shows."""
+    """One line of text with the numbers the saturation explorer shows: the draw, then the averages."""
     shares = ", ".join(f"{w:.3f}" for w in state["weights"])
     return (f"d_k = {state['d_k']}, divisor {state['divisor']:.3g}: weights [{shares}]; "
             f"max weight {state['max_weight']:.3f}, entropy {state['entropy']:.3f} nats "
             f"(uniform: {np.log(len(state['weights'])):.3f}), "
-            f"‖Jacobian‖ {state['jacobian_norm']:.3g}")
+            f"‖Jacobian‖ {state['jacobian_norm']:.3g} (one random draw). "
+            f"Mean over {state['n_draws']} draws: max weight {state['mean_max_weight']:.3f}, "
+            f"entropy {state['mean_entropy']:.3f} nats, ‖Jacobian‖ {state['mean_jacobian_norm']:.3g}")
 
 
 def saturation_explorer(softmax_fn, jacobian_fn, d_k=64, temperature=1.0, scaled=True, n_keys=8):
     """A ``d_k`` slider, a temperature slider and a "divide by √d_k" checkbox.
 
-    Shows the weights one query gives ``n_keys`` random keys as bars, with the max weight, the
-    entropy and the norm of the softmax Jacobian as a line of text. Returns the widget box.
+    Shows the weights one query gives ``n_keys`` random keys in one random draw as bars, and, as a
+    line of text, the max weight, the entropy and the norm of the softmax Jacobian of that draw and
+    their means over many draws (what is typical at this width). Returns the widget box.
     """
     width = widgets.SelectionSlider(options=list(D_K_CHOICES), value=d_k, description="d_k",
                                     continuous_update=False)
@@ -191,13 +221,15 @@ def saturation_explorer(softmax_fn, jacobian_fn, d_k=64, temperature=1.0, scaled
     def show(d_k, temperature, scaled):
         try:
             state = saturation_state(softmax_fn, jacobian_fn, d_k, temperature, scaled, n_keys)
-        except NotImplementedError as exc:
-            line.value = _not_ready(exc)
+            text = describe_saturation(state)
+            ax = plots.shares_bar(state["weights"], labels,
+                                  title=f"One random draw: a query reads {n_keys} random keys, d_k = {d_k}"
+                                  + (", scaled" if scaled else ", unscaled"))
+        except Exception as exc:  # the learner's function: explain instead of a traceback
+            plt.close("all")
+            line.value = _trouble(exc, [getattr(f, "__name__", "function") for f in (softmax_fn, jacobian_fn)])
             return
-        line.value = describe_saturation(state)
-        ax = plots.shares_bar(state["weights"], labels,
-                              title=f"One query reads {n_keys} random keys, d_k = {d_k}"
-                              + (", scaled" if scaled else ", unscaled"))
+        line.value = text
         ax.set_xlabel("key")
         plt.show()
         plt.close(ax.figure)

@@ -5,6 +5,11 @@ Every source replaces the solution cell of that function (it must start with the
 A WRONG entry is a mistake learners really make and must lose points on that function's
 tests only; a CORRECT entry is written differently from the reference and must get full marks.
 
+``DIAGNOSES`` gives, for every WRONG entry, the words the *visible* check's message must contain
+to name the true mistake (tests/test_visible_checks.py measures how many are caught and named).
+``VISIBLE_COMPLAINTS`` (optional) lists CORRECT entries that a visible check rightly rejects
+although the hidden tests give them full marks, each with the reason.
+
 ``make test`` grades every entry through real nbgrader (tests/test_lessons.py packs each wrong
 answer with correct answers of the lesson's other functions, so one notebook checks several
 entries). ``CATALOGUE=sample`` grades only the first ``LIMITS`` entries of each function (always
@@ -41,6 +46,18 @@ def entries(lesson_id, kind):
             keep[-1] = noisy[0]
         trimmed[function] = {name: variants[name] for name in keep}
     return trimmed
+
+
+def diagnoses(lesson_id):
+    """``{function: {WRONG entry: words naming its mistake}}`` of a lesson."""
+    module = load(lesson_id)
+    return getattr(module, "DIAGNOSES", {}) if module else {}
+
+
+def visible_complaints(lesson_id):
+    """``{function: {CORRECT entry: why a visible check rejects it}}`` of a lesson."""
+    module = load(lesson_id)
+    return getattr(module, "VISIBLE_COMPLAINTS", {}) if module else {}
 
 
 def size(lesson_id, kind):

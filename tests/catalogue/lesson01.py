@@ -32,6 +32,12 @@ def softmax(x, axis=-1):
     e = np.exp(x - np.max(x, axis=-1, keepdims=True))
     return e / np.sum(e, axis=-1, keepdims=True)
 ''',
+        "max_without_keepdims": '''
+def softmax(x, axis=-1):
+    x = np.asarray(x, dtype=float)
+    e = np.exp(x - np.max(x, axis=axis))
+    return e / np.sum(e, axis=axis)
+''',
     },
     "contextualize": {
         "no_scale": '''
@@ -58,6 +64,35 @@ def contextualize(X):
     A = softmax(X @ X.T / np.sqrt(X.shape[-1]), axis=-1)
     return A @ X, A
 ''',
+        "scales_X_in_place": '''
+def contextualize(X):
+    X = np.asarray(X, dtype=float)
+    root = X.shape[-1] ** 0.25
+    X /= root                                   # both factors of X Xᵀ, so the scores get 1/√d
+    A = softmax(X @ np.swapaxes(X, -1, -2), axis=-1)
+    return A @ (X * root), A
+''',
+    },
+}
+
+
+#: For each WRONG entry, words that the visible check's message must contain for it to name the
+#: true mistake (case-insensitive; tests/test_visible_checks.py measures and prints it).
+DIAGNOSES = {
+    "softmax": {
+        "wrong_axis": ("along axis 0 instead of axis -1",),
+        "no_max_subtraction": ("nothing is subtracted",),
+        "global_max": ("whole array",),
+        "mutates_input": ("in place",),
+        "ignores_axis": ("along axis -1 instead of axis 0",),
+        "max_without_keepdims": ("keepdims",),
+    },
+    "contextualize": {
+        "no_scale": ("not scaled",),
+        "scale_by_d": ("d = 2 instead of √d",),
+        "column_softmax": ("column",),
+        "plain_transpose_breaks_batches": (".t reverses",),
+        "scales_X_in_place": ("in place", "argument x"),
     },
 }
 

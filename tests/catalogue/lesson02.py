@@ -74,6 +74,36 @@ def self_attention(X, W_Q, W_K, W_V):
     A = softmax(Q @ K.T / np.sqrt(K.shape[-1]), axis=-1)
     return A @ V, A
 ''',
+        "folds_scale_into_W_Q_in_place": '''
+def self_attention(X, W_Q, W_K, W_V):
+    X = np.asarray(X, dtype=float)
+    W_Q /= np.sqrt(W_K.shape[-1])               # scale once, in the weights
+    Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+    A = softmax(Q @ np.swapaxes(K, -1, -2), axis=-1)
+    return A @ V, A
+''',
+    },
+}
+
+
+#: For each WRONG entry, words that the visible check's message must contain for it to name the
+#: true mistake (case-insensitive; tests/test_visible_checks.py measures and prints it).
+DIAGNOSES = {
+    "project": {
+        "transposed_weights": ("not its transpose",),
+        "keys_and_values_swapped": ("in that order",),
+        "integers_not_promoted": ("float64",),
+        "hard_coded_two_dimensions": ("'...'",),
+        "one_matrix_for_keys_and_values": ("made with w_k",),
+    },
+    "self_attention": {
+        "no_scale": ("not scaled",),
+        "scale_by_sqrt_d_model": ("√d_model",),
+        "scale_by_d_k": ("d_k = 2 instead of √d_k",),
+        "softmax_down_the_columns": ("column",),
+        "keys_times_queries": ("transposed scores",),
+        "plain_transpose_breaks_batches": (".t reverses",),
+        "folds_scale_into_W_Q_in_place": ("in place", "w_q"),
     },
 }
 

@@ -142,6 +142,58 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     A = softmax(np.where(visible, np.where(mask, scores, -np.inf), 0.0)) * visible
     return A @ V, A
 ''',
+        "scales_Q_in_place": '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    Q /= np.sqrt(K.shape[-1])
+    scores = Q @ np.swapaxes(K, -1, -2)
+    if mask is None:
+        A = softmax(scores)
+        return A @ V, A
+    mask = np.broadcast_to(np.asarray(mask, dtype=bool), np.broadcast_shapes(np.shape(mask), scores.shape))
+    visible = mask.any(axis=-1, keepdims=True)
+    A = softmax(np.where(visible, np.where(mask, scores, -np.inf), 0.0)) * visible
+    return A @ V, A
+''',
+    },
+}
+
+
+#: For each WRONG entry, words that the visible check's message must contain for it to name the
+#: true mistake (case-insensitive; tests/test_visible_checks.py measures and prints it).
+DIAGNOSES = {
+    "dot_product_variance": {
+        "standard_deviation": ("standard deviation",),
+        "variance_of_scaled_scores": ("divided by √d_k",),
+        "products_not_summed": ("not summed",),
+        "seed_ignored": ("seed",),
+        "uniform_instead_of_normal": ("uniformly",),
+    },
+    "softmax_jacobian": {
+        "sign_flipped": ("sign is flipped",),
+        "diagonal_only": ("only the diagonal",),
+        "identity_instead_of_diag_p": ("identity",),
+        "kronecker_delta_dropped": ("kronecker delta is dropped",),
+    },
+    "scaled_dot_product_attention": {
+        "no_scale": ("not scaled",),
+        "scaled_by_sqrt_d_v": ("√d_v",),
+        "hard_coded_axis_for_d_k": ("√t_k",),
+        "mask_after_softmax": ("zeroed after the softmax",),
+        "mask_polarity_reversed": ("polarity",),
+        "large_negative_fill": ("-1e9",),
+        "nan_on_rows_with_nothing_visible": ("may read nothing",),
+        "plain_transpose_breaks_batches": (".t reverses",),
+        "scales_Q_in_place": ("in place", "argument q"),
+    },
+}
+
+#: CORRECT entries (full marks under the hidden tests) that a visible check rightly complains
+#: about, with the reason: the lesson asks for something the hidden tests do not grade.
+VISIBLE_COMPLAINTS = {
+    "scaled_dot_product_attention": {
+        "scipy_with_warnings_then_cleanup": "it warns on rows with nothing visible, and the lesson asks "
+                                            "for no warning; the hidden tests never judge warnings",
     },
 }
 

@@ -80,6 +80,14 @@ def masked_softmax(scores, mask):
     total = e.sum(axis=-1, keepdims=True)
     return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
 ''',
+        "normalises_down_the_columns": '''
+def masked_softmax(scores, mask):
+    s = np.where(mask, np.asarray(scores, dtype=float), -np.inf)
+    peak = np.max(s, axis=0, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(peak), peak, 0.0))
+    total = e.sum(axis=0, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+''',
     },
     "causal_self_attention": {
         "no_mask": '''
@@ -142,6 +150,40 @@ def causal_self_attention(X, W_Q, W_K, W_V):
     A = masked_softmax(Q @ K.T / np.sqrt(K.shape[-1]), np.tril(np.ones((T, T), dtype=bool)))
     return A @ V, A
 ''',
+    },
+}
+
+
+#: For each WRONG entry, words that the visible check's message must contain for it to name the
+#: true mistake (case-insensitive; tests/test_visible_checks.py measures and prints it).
+DIAGNOSES = {
+    "causal_mask": {
+        "strict_lower_triangle": ("false on the diagonal",),
+        "triu_instead_of_tril": ("upper triangle",),
+        "polarity_reversed_true_means_blocked": ("reversed",),
+        "float_ones_not_bool": ("boolean",),
+        "additive_minus_inf_form": ("additive",),
+        "hard_coded_size": ("causal_mask(1) has shape (4, 4)",),
+    },
+    "masked_softmax": {
+        "mask_after_softmax": ("zeroed after the softmax",),
+        "nan_on_fully_masked_rows": ("may read nothing",),
+        "polarity_reversed_true_means_blocked": ("polarity",),
+        "fill_minus_1e9_blind_rows_uniform": ("-1e9",),
+        "max_over_hidden_scores_too": ("visible scores only",),
+        "nan_to_num_after_the_fact_warns": ("may read nothing", "warn"),
+        "multiplies_scores_by_mask": ("multiplied by the mask",),
+        "fills_scores_in_place": ("in place",),
+        "normalises_down_the_columns": ("down the columns",),
+    },
+    "causal_self_attention": {
+        "no_mask": ("never applied",),
+        "mask_after_softmax": ("zeroed after the softmax",),
+        "strict_mask_no_self": ("strict triangle",),
+        "mask_with_triu": ("triu",),
+        "scale_by_sqrt_d_v": ("√d_v",),
+        "hard_coded_shape_breaks_batches": ("wrong axis", "x.shape[-2]"),
+        "plain_transpose_breaks_batches": (".t reverses",),
     },
 }
 

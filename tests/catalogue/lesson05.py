@@ -211,6 +211,43 @@ def self_attention_backward(dO, X, W_Q, W_K, W_V, mask=None):
     },
 }
 
+
+#: For each WRONG entry, words that the visible check's message must contain for it to name the
+#: true mistake (case-insensitive; tests/test_visible_checks.py measures and prints it).
+DIAGNOSES = {
+    "softmax_backward": {
+        "missing_subtraction": ("subtraction",),
+        "plain_row_sum": ("plain sum",),
+        "diagonal_of_jacobian_only": ("only the diagonal",),
+        "weighted_sum_down_the_columns": ("axis=0",),
+        "sum_without_keepdims": ("keepdims",),
+        "jacobian_for_one_row_only": ("one row at a time",),
+    },
+    "numerical_gradient": {
+        "forward_difference": ("forward difference",),
+        "divides_by_h": ("instead of 2h",),
+        "mutates_x_and_never_restores": ("in place",),
+        "integer_copy": ("float64",),
+        "ignores_h": ("ignored",),
+        "hands_f_the_working_array": ("fresh copy",),
+    },
+    "attention_backward": {
+        "dV_not_transposed": ("a do instead of aᵀ do",),
+        "missing_scale": ("1/√d_k scale is left out",),
+        "mask_ignored": ("ignore the mask",),
+        "dK_missing_transpose": ("ds q instead of dsᵀ q",),
+        "softmax_backward_without_subtraction": ("subtraction",),
+        "plain_transpose_breaks_batches": (".t reverses",),
+    },
+    "self_attention_backward": {
+        "weights_not_summed_over_batch": ("sum",),
+        "dX_misses_the_key_path": ("key path",),
+        "transposed_weight_gradients": ("transposed",),
+        "mask_dropped": ("mask is left out",),
+        "weights_averaged_over_batch": ("averaged",),
+    },
+}
+
 CORRECT = {
     "softmax_backward": {
         "explicit_jacobian_per_row": '''

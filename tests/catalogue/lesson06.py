@@ -32,6 +32,12 @@ def split_heads(X, n_heads):
     *batch, T, width = X.shape
     return np.swapaxes(X.reshape(*batch, T, 2, width // 2), -3, -2)
 ''',
+        "transpose_ignores_batch": '''
+def split_heads(X, n_heads):
+    X = np.asarray(X, dtype=float)
+    width = X.shape[-1]
+    return X.reshape(*X.shape[:-1], n_heads, width // n_heads).transpose(1, 0, 2)
+''',
     },
     "merge_heads": {
         "reshape_without_transpose": '''
@@ -172,6 +178,36 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
     out, A = attention(per_head(W_Q), per_head(W_K), per_head(W_V), mask)
     return np.swapaxes(out, -3, -2).reshape(*batch, T, -1) @ np.asarray(W_O, dtype=float), A
 ''',
+    },
+}
+
+
+#: For each WRONG entry, words that the visible check's message must contain for it to name the
+#: true mistake (case-insensitive; tests/test_visible_checks.py measures and prints it).
+DIAGNOSES = {
+    "split_heads": {
+        "reshape_without_transpose": ("reshaped straight",),
+        "interleaved_columns": ("interleaved",),
+        "only_works_without_batch": ("*batch",),
+        "hard_coded_two_heads": ("fixed at 2",),
+        "transpose_ignores_batch": ("swapaxes",),
+    },
+    "merge_heads": {
+        "reshape_without_transpose": ("reshaped straight",),
+        "interleaves_heads": ("interleaved",),
+        "concatenates_the_first_axis": ("batch axis",),
+        "stacks_heads_as_rows": ("stacked as rows",),
+    },
+    "multi_head_attention": {
+        "scale_by_sqrt_d_model": ("√d_model",),
+        "scale_by_sqrt_of_all_heads_width": ("√d_model",),
+        "forgets_W_O": ("never multiplied by w_o",),
+        "split_by_reshape_without_transpose": ("plain reshape",),
+        "heads_take_interleaved_columns": ("every h-th column",),
+        "merge_interleaves_heads": ("interleaved",),
+        "mask_without_head_axis": ("head axis",),
+        "mask_after_softmax": ("after the softmax",),
+        "hard_coded_three_heads": ("n_heads",),
     },
 }
 

@@ -115,6 +115,24 @@ def model_forward(params, batch, causal=True, scale=True, weighting="softmax"):
         A = (np.arange(T) == np.argmax(np.where(visible, S, -np.inf), axis=-1)[..., None]).astype(float)
     return A @ V @ p["W_out"], A
 ''',
+        "top1_ignores_the_mask": '''
+def model_forward(params, batch, causal=True, scale=True, weighting="softmax"):
+    p = {k: np.asarray(v, dtype=float) for k, v in params.items()}
+    X = p["E_name"][batch["names"]] + p["E_attr"][batch["attrs"]]
+    Q, K, V = X @ p["W_Q"], X @ p["W_K"], X @ p["W_V"]
+    T = X.shape[-2]
+    S = Q @ np.swapaxes(K, -1, -2)
+    if scale:
+        S = S / np.sqrt(K.shape[-1])
+    visible = np.tril(np.ones((T, T), dtype=bool)) if causal else np.ones((T, T), dtype=bool)
+    if weighting == "softmax":
+        A = softmax(np.where(visible, S, -np.inf))
+    elif weighting == "raw":
+        A = np.where(visible, S, 0.0)
+    else:
+        A = (np.arange(T) == np.argmax(S, axis=-1)[..., None]).astype(float)
+    return A @ V @ p["W_out"], A
+''',
     },
     # Each of these computes the right loss and trains the model all the same (Adam rescales
     # every gradient), but its gradients are wrong: only the gradient check can tell.
@@ -330,6 +348,34 @@ def adam_step(p, g, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
     p -= lr * (m / (1 - beta1 ** t)) / (np.sqrt(v / (1 - beta2 ** t)) + eps)
     return p, m, v
 ''',
+    },
+}
+
+
+#: For each WRONG entry, words that the visible check's message must contain for it to name the
+#: true mistake (case-insensitive; tests/test_visible_checks.py measures and prints it).
+DIAGNOSES = {
+    "model_forward": {
+        "no_scale": ("not scaled",),
+        "softmax_over_queries": ("not normalised along each row",),
+        "mask_after_softmax": ("zeroed after the softmax",),
+        "forgets_the_attribute_table": ("both tables",),
+        "plain_transpose_breaks_batches": (".t reverses",),
+        "always_causal": ("causal=false",),
+        "top1_ignores_the_mask": ("argmax",),
+    },
+    "model_backward": {
+        "sum_instead_of_mean": ("graded positions n",),
+        "scale_forgotten_in_backward": ("1/√d_k",),
+        "dK_without_transpose": ("dk = c",),
+        "fancy_index_loses_repeats": ("np.add.at",),
+    },
+    "adam_step": {
+        "gradient_ascent": ("subtract it",),
+        "no_bias_correction": ("bias-corrected",),
+        "no_square_root": ("square-rooted",),
+        "eps_inside_the_root": ("eps goes outside",),
+        "updates_in_place": ("in place",),
     },
 }
 

@@ -245,6 +245,74 @@ def tiled_attention(Q, K, V, block_size=64, causal=False):
         O[..., q0:q1, :] = acc / l
     return O
 ''',
+        "strict_causal_boundary": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    O = np.empty(batch + (T_q, V.shape[-1]))
+    for q0 in range(0, T_q, block_size):
+        q1 = min(q0 + block_size, T_q)
+        m = np.full(batch + (q1 - q0, 1), -np.inf)
+        l = np.zeros(batch + (q1 - q0, 1))
+        acc = np.zeros(batch + (q1 - q0, V.shape[-1]))
+        for k0 in range(0, q1 if causal else T_k, block_size):
+            k1 = min(k0 + block_size, T_k)
+            s = Q[..., q0:q1, :] @ np.swapaxes(K[..., k0:k1, :], -1, -2) / np.sqrt(K.shape[-1])
+            if causal:
+                s = np.where(np.arange(k0, k1)[None, :] < np.arange(q0, q1)[:, None], s, -np.inf)
+            m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+            p = np.exp(s - m_new)
+            c = np.exp(m - m_new)
+            l = c * l + p.sum(axis=-1, keepdims=True)
+            acc = c * acc + p @ V[..., k0:k1, :]
+            m = m_new
+        O[..., q0:q1, :] = acc / l
+    return O
+''',
+        "skips_the_diagonal_tile": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    O = np.empty(batch + (T_q, V.shape[-1]))
+    for q0 in range(0, T_q, block_size):
+        q1 = min(q0 + block_size, T_q)
+        m = np.full(batch + (q1 - q0, 1), -np.inf)
+        l = np.zeros(batch + (q1 - q0, 1))
+        acc = np.zeros(batch + (q1 - q0, V.shape[-1]))
+        for k0 in range(0, q0 if causal else T_k, block_size):     # stops before the diagonal tile
+            k1 = min(k0 + block_size, T_k)
+            s = Q[..., q0:q1, :] @ np.swapaxes(K[..., k0:k1, :], -1, -2) / np.sqrt(K.shape[-1])
+            m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+            p = np.exp(s - m_new)
+            c = np.exp(m - m_new)
+            l = c * l + p.sum(axis=-1, keepdims=True)
+            acc = c * acc + p @ V[..., k0:k1, :]
+            m = m_new
+        O[..., q0:q1, :] = acc / l
+    return O
+''',
+    },
+}
+
+
+#: For each WRONG entry, words that the visible check's message must contain for it to name the
+#: true mistake (case-insensitive; tests/test_visible_checks.py measures and prints it).
+DIAGNOSES = {
+    "tiled_attention": {
+        "no_rescale_of_running_sum": ("running sum l is not multiplied",),
+        "no_rescale_of_accumulator": ("accumulator is not multiplied",),
+        "drops_last_partial_block": ("partial block",),
+        "causal_mask_by_block": ("by block",),
+        "scale_by_d_k": ("d_k instead of √d_k",),
+        "builds_full_score_matrix": ("t²", "float64"),
+        "builds_full_causal_mask": ("t²",),
+        "no_running_max": ("nothing is subtracted",),
+        "softmax_per_block_then_average": ("own softmax",),
+        "scales_Q_in_place": ("in place", "argument q"),
+        "strict_causal_boundary": ("j < i",),
+        "skips_the_diagonal_tile": ("diagonal tile is skipped",),
     },
 }
 

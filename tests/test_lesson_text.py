@@ -1,0 +1,180 @@
+"""What a lesson says is what it computes.
+
+Every number a markdown cell quotes must be printed or displayed by the notebook when it runs,
+or typed in one of its code cells (a parameter the text refers to), or be a figure the course
+quotes from a source article (``attention_course.examples``), or be allowed below with a reason.
+The solution notebooks run once for the whole session (hidden test cells left out: they print
+nothing the text quotes, and they need the grader). And no learner-facing text names a worked
+example "seed 00N": the examples are named by what they are.
+"""
+import inspect
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import nbformat
+import numpy as np
+import pytest
+
+from conftest import ROOT, lesson_ids
+from notebook_tools import is_test
+
+#: Numbers a lesson may quote without printing them, and why: {lesson: {number as written: reason}}.
+#: Keep it short (it is empty: every number the lessons quote is printed or typed in a cell).
+ALLOWED = {}
+
+NUMBER = re.compile(r"""
+    (?<![\w.])                                   # not inside a word, an index or a longer number
+    (?P<mantissa>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)
+    (?:\s*(?:×|\\times)\s*10\^\{?(?P<power>[-−]?\d+)\}?|e(?P<exp>[-+]?\d+))?
+    (?P<percent>\s*%)?
+    (?![\w])                                     # not the start of a word (8B, 3rd, x1)
+""", re.VERBOSE)
+#: In prose, a number after one of these words names a thing (lesson 03, head 2, Llama 3), it measures nothing.
+NAMING = re.compile(r"\b(lesson|section|exercise|question|step|article|chapter|llama|head|row|position|layer|"
+                    r"column|seed)\s*$", re.IGNORECASE)
+SMALL = 16                                       # counts and indices up to this are not measurements
+
+
+def _numbers(text, prose=False):
+    """``[(as written, value, half of the last significant unit)]`` of the numbers in ``text``."""
+    found = []
+    for match in NUMBER.finditer(text):
+        if prose and NAMING.search(text[max(0, match.start() - 12):match.start()]):
+            continue
+        written = match.group(0).strip()
+        mantissa = match.group("mantissa").replace(",", "")
+        value = float(mantissa)
+        if "." in mantissa:
+            unit = 10.0 ** -len(mantissa.split(".")[1])
+        else:
+            zeros = len(mantissa) - len(mantissa.rstrip("0")) if value else 0
+            unit = 10.0 ** zeros
+        power = match.group("power") or match.group("exp")
+        if power:
+            scale = 10.0 ** int(power.replace("−", "-"))
+            value, unit = value * scale, unit * scale
+        if match.group("percent"):
+            value, unit = value / 100, unit / 100
+        found.append((written, value, unit / 2))
+    return found
+
+
+def _prose(source):
+    """Markdown without code spans, code blocks, links' targets and the subscripts of formulas."""
+    text = re.sub(r"```.*?```", " ", source, flags=re.DOTALL)
+    text = re.sub(r"^#+\s*[\d.]+", "#", text, flags=re.MULTILINE)      # section numbers of headings
+    text = text.replace("{,}", ",")                                    # LaTeX's thousands separator
+    text = re.sub(r"`[^`]*`", " ", text)
+    text = re.sub(r"\]\([^)]*\)", "]", text)
+    text = re.sub(r"_\{[^}]*\}|_\w", " ", text)                 # x_{i+1}, e_ij: indices
+    text = re.sub(r"(?<!10)\^\{[^}]*\}|(?<!10)\^\w", " ", text)  # T^2, e^{20}: powers, not quantities
+    return text
+
+
+def _shown(cell):
+    """Everything a code cell printed or displayed, as text."""
+    parts = []
+    for output in cell.get("outputs", []):
+        if output.output_type == "stream":
+            parts.append(output.text)
+        elif output.output_type in ("execute_result", "display_data"):
+            data = output.get("data", {})
+            parts += [data[kind] for kind in ("text/markdown", "text/plain", "text/html") if kind in data]
+    return "\n".join(parts)
+
+
+def _quoted_figures():
+    """Every number ``attention_course.examples`` holds: the figures quoted from the articles."""
+    from attention_course import examples
+
+    values = []
+
+    def collect(item):
+        if isinstance(item, (int, float, np.integer, np.floating)) and not isinstance(item, bool):
+            values.append(float(item))
+        elif isinstance(item, np.ndarray):
+            values.extend(np.ravel(item).astype(float))
+        elif isinstance(item, (tuple, list)):
+            for part in item:
+                collect(part)
+        elif isinstance(item, dict):
+            for part in item.values():
+                collect(part)
+
+    for name in dir(examples):
+        item = getattr(examples, name)
+        if not name.startswith("_"):
+            collect(item() if inspect.isfunction(item) else item)
+    return values
+
+
+def _run(lesson, folder):
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(ROOT / "solutions" / lesson / f"{lesson}.ipynb", as_version=4)
+    nb.cells = [c for c in nb.cells if not is_test(c)]
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
+    return nb
+
+
+@pytest.fixture(scope="session")
+def executed(tmp_path_factory):
+    """Every solution notebook, run once headless (in pairs: two cores)."""
+    folder = tmp_path_factory.mktemp("lesson-text")
+    with ThreadPoolExecutor(2) as pool:
+        runs = {lesson: pool.submit(_run, lesson, folder) for lesson in lesson_ids()}
+        return {lesson: run.result() for lesson, run in runs.items()}
+
+
+def _unbacked(nb, lesson):
+    available = []
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            available += [v for _, v, _ in _numbers(_shown(cell))]
+            available += [v for _, v, _ in _numbers(cell.source)]
+    available = np.abs(np.array(available + _quoted_figures()))
+    allowed = ALLOWED.get(lesson, {})
+    problems = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for written, value, half_unit in _numbers(_prose(cell.source), prose=True):
+            if written in allowed or (value.is_integer() and abs(value) <= SMALL and half_unit <= 0.5):
+                continue
+            if not (np.abs(available - abs(value)) <= half_unit * (1 + 1e-9) + 1e-12).any():
+                line = next(l for l in cell.source.splitlines() if written.split()[0] in l)
+                problems.append(f"{written!r} in: {line.strip()[:120]}")
+    return problems
+
+
+@pytest.mark.parametrize("lesson", lesson_ids())
+def test_every_number_in_the_prose_is_computed_by_the_notebook(lesson, executed):
+    errors = [o for c in executed[lesson].cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if o.output_type == "error"]
+    assert not errors, f"{lesson} raised: {errors[0].ename}: {errors[0].evalue}"
+    problems = _unbacked(executed[lesson], lesson)
+    assert not problems, (f"{lesson}: the text quotes numbers the notebook neither prints nor computes "
+                          f"(print them, refer to the printed line, or allow them with a reason):\n"
+                          + "\n".join(problems))
+
+
+def test_the_number_finder_reads_what_prose_writes():
+    read = {w: (v, h) for w, v, h in _numbers("about 5,900× and 0.4 GB, 56 %, 2.7 \\times 10^{14}, 1.2e-05, x1, 8B")}
+    assert read["5,900×"[:5]][0] == 5900 and read["5,900×"[:5]][1] == 50
+    assert read["0.4"] == (0.4, 0.05) and read["56 %"] == (0.56, 0.005)
+    assert read["2.7 \\times 10^{14}"][0] == pytest.approx(2.7e14) and read["1.2e-05"][0] == pytest.approx(1.2e-5)
+    assert "x1" not in read and "8B" not in read and "8" not in read
+
+
+def test_a_number_nobody_printed_is_reported():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 0.25", outputs=[nbformat.v4.new_output("stream", text="share 0.612\n")]),
+                nbformat.v4.new_markdown_cell("The share is 0.61 (printed), the rest 0.83, about 61 %; lesson 12.")]
+    assert [p.split("'")[1] for p in _unbacked(nb, "no lesson")] == ["0.83"]
+
+
+def test_no_learner_facing_text_calls_an_example_seed():
+    learner_facing = [*(ROOT / "notebooks").rglob("*.ipynb"), *(ROOT / "src" / "attention_course").glob("*.py")]
+    offenders = [str(p.relative_to(ROOT)) for p in learner_facing
+                 if re.search(r"\bseeds? ?0\d\d\b", p.read_text(), re.IGNORECASE)]
+    assert not offenders, offenders

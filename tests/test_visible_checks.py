@@ -1,0 +1,223 @@
+"""The visible checks, measured on the catalogue of answers, and the behaviours they promise.
+
+Every WRONG entry of tests/catalogue/ runs through the visible checks of its function, in this
+process (tests/visible_checks.py): is it caught (a check fails), and is it named (the message holds
+the words of its true mistake, ``DIAGNOSES`` in the catalogue)? The figures are printed
+(``pytest -s tests/test_visible_checks.py``), must reach the floors below, and are recorded in the
+README. Every CORRECT entry must pass, except the few a check rightly rejects
+(``VISIBLE_COMPLAINTS``, each with its reason).
+"""
+import linecache
+import re
+
+import numpy as np
+import pytest
+
+import catalogue
+from conftest import ROOT, lesson_ids
+from visible_checks import named, run_visible_checks
+
+CAUGHT_FLOOR, NAMED_FLOOR = 0.90, 0.80
+README_START, README_END = "<!-- visible-checks:start -->", "<!-- visible-checks:end -->"
+
+
+@pytest.fixture(scope="module")
+def wrong_outcomes():
+    """``{lesson: [(function, entry, outcome, diagnosis words)]}`` for every WRONG entry."""
+    return {lesson: [(function, name, run_visible_checks(lesson, function, source),
+                      catalogue.diagnoses(lesson).get(function, {}).get(name, ()))
+                     for function, entries in catalogue.load(lesson).WRONG.items()
+                     for name, source in entries.items()]
+            for lesson in lesson_ids()}
+
+
+def _figures(outcomes):
+    total = len(outcomes)
+    caught = sum(o.failed for _, _, o, _ in outcomes)
+    right = sum(named(o, words) for _, _, o, words in outcomes)
+    return total, caught, right
+
+
+def _table(wrong_outcomes):
+    lines = ["| lesson | wrong answers | caught by the visible checks | named correctly |", "|---|---|---|---|"]
+    for lesson, outcomes in wrong_outcomes.items():
+        total, caught, right = _figures(outcomes)
+        lines.append(f"| {lesson} | {total} | {caught} ({caught / total:.0%}) | {right} ({right / total:.0%}) |")
+    return "\n".join(lines)
+
+
+def test_every_wrong_entry_has_the_words_of_its_diagnosis():
+    for lesson in lesson_ids():
+        wrong, words = catalogue.load(lesson).WRONG, catalogue.diagnoses(lesson)
+        for function, entries in wrong.items():
+            missing = sorted(set(entries) - set(words.get(function, {})))
+            assert not missing, f"{lesson}: DIAGNOSES lacks {function}: {missing}"
+            stale = sorted(set(words.get(function, {})) - set(entries))
+            assert not stale, f"{lesson}: DIAGNOSES names entries that do not exist: {function}: {stale}"
+
+
+@pytest.mark.parametrize("lesson", lesson_ids())
+def test_visible_checks_catch_and_name_the_wrong_answers(lesson, wrong_outcomes):
+    outcomes = wrong_outcomes[lesson]
+    total, caught, right = _figures(outcomes)
+    missed = [f"{f}.{n}" for f, n, o, _ in outcomes if not o.failed]
+    misnamed = [f"{f}.{n} (wanted {words}): {o.message[:300]}" for f, n, o, words in outcomes
+                if o.failed and not named(o, words)]
+    assert caught / total >= CAUGHT_FLOOR, f"{lesson}: caught {caught}/{total}; passed every check: {missed}"
+    assert right / total >= NAMED_FLOOR, f"{lesson}: named {right}/{total}; misnamed:\n" + "\n".join(misnamed)
+
+
+def test_figures_are_printed_and_match_the_readme(wrong_outcomes):
+    table = _table(wrong_outcomes)
+    print("\nVisible checks on the catalogue's wrong answers:\n" + table)
+    readme = (ROOT / "README.md").read_text()
+    recorded = readme[readme.index(README_START) + len(README_START):readme.index(README_END)].strip()
+    assert recorded == table, f"README.md records other figures; paste these between the markers:\n{table}"
+
+
+@pytest.mark.parametrize("lesson", lesson_ids())
+def test_correct_answers_pass_the_visible_checks(lesson):
+    complaints = catalogue.visible_complaints(lesson)
+    for function, entries in catalogue.load(lesson).CORRECT.items():
+        for name, source in entries.items():
+            outcome = run_visible_checks(lesson, function, source)
+            if name in complaints.get(function, {}):
+                assert outcome.failed, f"{function}.{name} is listed in VISIBLE_COMPLAINTS but passes"
+            else:
+                assert not outcome.failed, f"{function}.{name} is correct, yet: {outcome.message}"
+
+
+# ---------------------------------------------------------------- a mistake is blamed where it is made
+
+def _wrong(lesson, function, name):
+    return catalogue.load(lesson).WRONG[function][name]
+
+
+def _correct(lesson, function, name):
+    return catalogue.load(lesson).CORRECT[function][name]
+
+
+@pytest.mark.parametrize("lesson, later, calling, earlier, mistake, where", [
+    ("01_context_vectors", "contextualize", "einsum", "softmax", "wrong_axis", "Exercise 1"),
+    ("02_queries_keys_values", "self_attention", "calls_project_and_einsum", "project", "transposed_weights",
+     "Exercise 1"),
+    ("04_causal_masking", "causal_self_attention", "einsum_with_own_helpers", "causal_mask",
+     "strict_lower_triangle", "Exercise 1"),
+    ("04_causal_masking", "causal_self_attention", "einsum_with_own_helpers", "masked_softmax",
+     "mask_after_softmax", "Exercise 2"),
+    ("05_gradients", "self_attention_backward", "reuses_attention_backward", "attention_backward",
+     "dV_not_transposed", "Exercise 3"),
+    ("06_multi_head", "multi_head_attention", "uses_split_and_merge", "split_heads", "interleaved_columns",
+     "Exercise 1"),
+    ("06_multi_head", "multi_head_attention", "uses_split_and_merge", "merge_heads", "interleaves_heads",
+     "Exercise 2"),
+])
+def test_a_wrong_earlier_function_is_blamed_not_the_later_one(lesson, later, calling, earlier, mistake, where):
+    outcome = run_visible_checks(lesson, later, _correct(lesson, later, calling),
+                                 earlier={earlier: _wrong(lesson, earlier, mistake)})
+    assert outcome.failed and f"calls your {earlier}" in outcome.message and where in outcome.message, outcome
+
+
+def test_a_later_function_that_does_not_call_the_earlier_one_is_judged_on_its_own():
+    lesson = "02_queries_keys_values"
+    outcome = run_visible_checks(lesson, "self_attention", _correct(lesson, "self_attention", "scipy_softmax_chatty"),
+                                 earlier={"project": _wrong(lesson, "project", "transposed_weights")})
+    assert not outcome.failed, outcome.message
+
+
+# ---------------------------------------------------------------- what a failure looks like
+
+def _learner_function(source, name):
+    """Define ``name`` from ``source`` as a notebook cell would (its lines readable by linecache)."""
+    filename = f"<cell defining {name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"np": np}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace[name]
+
+
+def test_a_failed_check_renders_its_message_and_the_learners_line_not_the_helpers():
+    from attention_course import checks
+
+    fn = _learner_function("def attend(Q, K):\n    scores = Q @ K.T\n    return scores\n", "attend")
+    with pytest.raises(checks.CheckFailed) as failure:
+        checks.call(fn, np.ones((2, 3, 4)), np.ones((2, 5, 4)))
+    lines = failure.value._render_traceback_()
+    assert "np.swapaxes" in lines[0] and "raised in your attend, line 2: scores = Q @ K.T" in lines[1]
+    assert not any("checks.py" in line for line in lines) and len(lines) <= 3, lines
+
+
+@pytest.mark.parametrize("source, args, words", [
+    ("def f(x):\n    return x - np.max(x, axis=-1)\n", (np.ones((3, 4)),), "keepdims=True"),
+    ("def f(Q, K):\n    return Q @ K.T\n", (np.ones((2, 3, 4)), np.ones((2, 5, 4))), "np.swapaxes(M, -1, -2)"),
+    ("def f(S, mask):\n    return np.where(mask, S, -np.inf)\n", (np.ones((2, 3, 4, 4)), np.ones((2, 4, 4), bool)),
+     "mask[..., None, :, :]"),
+    ("def f(X):\n    return X.reshape(*X.shape[:-1], 2, 3).transpose(1, 0, 2)\n", (np.ones((2, 3, 6)),),
+     "np.swapaxes(M, -1, -2)"),
+    ("def f(X, W):\n    return np.einsum('td,dk->tk', X, W)\n", (np.ones((2, 3, 4)), np.ones((4, 5))), "'...'"),
+])
+def test_raw_numpy_errors_say_what_to_change(source, args, words):
+    from attention_course import checks
+
+    with pytest.raises(checks.CheckFailed) as failure:
+        checks.call(_learner_function(source, "f"), *args)
+    assert words in str(failure.value), str(failure.value)
+
+
+def test_nan_without_evidence_gets_no_fixed_cause():
+    from attention_course import checks
+
+    with pytest.raises(checks.CheckFailed) as failure:
+        checks.cmp("weights", np.array([[np.nan, 0.5], [0.5, 0.5]]), [[0.5, 0.5], [0.5, 0.5]])
+    message = str(failure.value)
+    assert "in row 0 (1 of 2)" in message and "overflow" not in message, message
+
+
+def test_inputs_changed_in_place_are_reported_before_any_check_uses_them():
+    lesson = "03_scaling"
+    outcome = run_visible_checks(lesson, "scaled_dot_product_attention",
+                                 _wrong(lesson, "scaled_dot_product_attention", "scales_Q_in_place"))
+    assert "changed its argument Q in place" in outcome.message and "not scaled" not in outcome.message
+
+
+# ---------------------------------------------------------------- lesson 08: memory that does not grow like T²
+
+def _solution(lesson, function):
+    from visible_checks import layout
+
+    cells, functions = layout(lesson)
+    return cells[functions[function][0]].source
+
+
+def test_a_correct_tiled_attention_that_copies_its_inputs_passes_the_memory_check():
+    solution = _solution("08_long_context", "tiled_attention")
+    view = "(np.asarray(a, dtype=float) for a in (Q, K, V))"
+    assert view in solution
+    copying = solution.replace(view, "(np.array(a, dtype=float) for a in (Q, K, V))")   # harmless copies
+    outcome = run_visible_checks("08_long_context", "tiled_attention", copying)
+    assert not outcome.failed, outcome.message
+
+
+def test_the_memory_check_measures_the_part_that_grows_like_t_squared():
+    from attention_course import checks
+
+    def full(Q, K, V):
+        S = Q @ np.swapaxes(K, -1, -2)                             # (T, T) float64: 8 bytes per pair
+        return (np.exp(S - S.max(-1, keepdims=True)) @ V)
+
+    def copies(Q, K, V):
+        return np.array(Q) + np.array(K) + np.array(V)             # linear in T only
+
+    inputs = lambda T: tuple(np.random.default_rng(T).standard_normal((3, T, 8)))
+    with pytest.raises(checks.CheckFailed, match=r"grows like T², about \d+\.\d bytes per .* array of float64"):
+        checks.check_memory_growth("full", full, inputs, lengths=(128, 256, 512))
+    checks.check_memory_growth("copies", copies, inputs, lengths=(128, 256, 512))
+
+
+def test_the_capstone_gradient_check_names_a_softmax_backward_without_its_subtraction():
+    # Not a catalogue entry: besides model_backward, it also costs the trained-model outcome.
+    solution = _solution("07_capstone", "model_backward")
+    right = "dS = A * (dA - np.sum(A * dA, axis=-1, keepdims=True))"
+    assert right in solution
+    outcome = run_visible_checks("07_capstone", "model_backward", solution.replace(right, "dS = A * dA"))
+    assert "the softmax backward is off" in outcome.message, outcome.message
