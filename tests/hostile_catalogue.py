@@ -121,7 +121,7 @@ ATTACKS = {
         f"def softmax(x, axis=-1):\n    return {FALLBACK}\n",
         extra_files=(("attention_course/__init__.py", "def autograding():\n    return True\n"),
                      ("attention_course/checks.py", "def __getattr__(name):\n    return lambda *a, **k: None\n"),
-                     ("attention_course/seeds.py", "def __getattr__(name):\n    return None\n"))),
+                     ("attention_course/examples.py", "def __getattr__(name):\n    return None\n"))),
     "print_everything_into_feedback": Attack("softmax", "print the spec, cases and reference it can find into its own output", '''
 import sys, os, gc
 def softmax(x, axis=-1):
