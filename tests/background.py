@@ -3,35 +3,46 @@
 Grading every lesson takes minutes of CPU on two cores, much of it while other tests would
 only be waiting (on a browser, a server, a timed-out cell). ``conftest.py`` starts such runs
 when collection ends and moves the tests that read them to the end of the session; the
-fixture then only waits for the result. A run that was not started (its tests were selected
-some other way) runs in the foreground when first asked for.
+fixture then only waits for the result. A run may wait for another (``after``), so that two
+heavy runs do not fight over the same two cores. A run that was not started (its tests were
+selected some other way) runs in the foreground when first asked for.
+
+The runs live on the pytest session (``session.stash``), not in module globals.
 """
 import shutil
 import tempfile
 import threading
 from pathlib import Path
 
-_jobs = {}
+import pytest
+
+JOBS = pytest.StashKey[dict]()
 
 
 class Job:
     """``function(folder, *args)`` in a daemon thread, in a scratch folder removed at the end."""
 
-    def __init__(self, name, function, *args):
+    def __init__(self, name, function, args, after=None):
         self.folder = Path(tempfile.mkdtemp(prefix=f"attention-{name}-"))
         self._outcome = None
+        self._after = after
         self._thread = threading.Thread(target=self._run, args=(function, args),
                                         name=f"background-{name}", daemon=True)
         self._thread.start()
 
     def _run(self, function, args):
+        if self._after is not None:
+            self._after.wait()
         try:
             self._outcome = (True, function(self.folder, *args))
         except BaseException as exc:  # re-raised in the test that asks for the result
             self._outcome = (False, exc)
 
-    def result(self):
+    def wait(self):
         self._thread.join()
+
+    def result(self):
+        self.wait()
         ok, value = self._outcome
         if not ok:
             raise value
@@ -43,17 +54,26 @@ class Job:
             shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def start(name, function, *args):
-    if name not in _jobs:
-        _jobs[name] = Job(name, function, *args)
+def _jobs(session):
+    if JOBS not in session.stash:
+        session.stash[JOBS] = {}
+    return session.stash[JOBS]
 
 
-def result(name, function, *args):
+def start(session, name, function, *args, after=None):
+    """Start ``name`` (after the run named ``after``, if that one was started)."""
+    jobs = _jobs(session)
+    if name not in jobs:
+        jobs[name] = Job(name, function, args, after=jobs.get(after))
+
+
+def result(session, name, function, *args, after=None):
     """The background run's result (started now, in the foreground's stead, if it was not)."""
-    start(name, function, *args)
-    return _jobs[name].result()
+    start(session, name, function, *args, after=after)
+    return _jobs(session)[name].result()
 
 
-def cleanup():
-    while _jobs:
-        _jobs.popitem()[1].cleanup()
+def cleanup(session):
+    jobs = _jobs(session)
+    while jobs:
+        jobs.popitem()[1].cleanup()

@@ -61,6 +61,7 @@ def lessons():
 # ---------------------------------------------------------------- background runs (tests/background.py)
 
 BACKGROUND_FIXTURES = ("validation", "graded", "hostile")
+HOSTILE_LESSON = "01_context_vectors"
 
 
 def lessons_using(session, fixture):
@@ -68,6 +69,14 @@ def lessons_using(session, fixture):
     return sorted({item.callspec.params["lesson"] for item in session.items
                    if fixture in getattr(item, "fixturenames", ())
                    and "lesson" in getattr(getattr(item, "callspec", None), "params", {})})
+
+
+def graded_selection(session):
+    """(lessons, with attacks) of the one ``make grade`` run that serves the catalogue tests and
+    the hostile catalogue: one run keeps both cores busy to the end."""
+    attacks = any("hostile" in getattr(item, "fixturenames", ()) for item in session.items)
+    lessons = set(lessons_using(session, "graded")) | ({HOSTILE_LESSON} if attacks else set())
+    return sorted(lessons), attacks
 
 
 @pytest.hookimpl(trylast=True)
@@ -85,30 +94,36 @@ def pytest_collection_finish(session):
     import background
     import lesson_grading
 
-    for fixture, function in (("validation", lesson_grading.validate_all),
-                              ("graded", lesson_grading.grade_all)):
-        selected = lessons_using(session, fixture)
-        if selected:
-            background.start(fixture, function, selected)
-    if any("hostile" in getattr(item, "fixturenames", ()) for item in session.items):
+    selected = lessons_using(session, "validation")
+    if selected:
+        background.start(session, "validation", lesson_grading.validate_all, selected)
+    lessons, attacks = graded_selection(session)
+    if lessons:
+        background.start(session, "graded", lesson_grading.grade_all, lessons, attacks)
+    if attacks:
         import test_hostile_catalogue
 
-        background.start("hostile", test_hostile_catalogue.grade_hostile)
+        background.start(session, "hostile", test_hostile_catalogue.grade_with_nbgrader, after="graded")
 
 
-# Lines for the very end of the run (tests append): the end of a CI log is often all one sees.
-CLOSING_NOTES = []
+CLOSING_NOTES = pytest.StashKey[list]()
+
+
+def closing_notes(session):
+    """Lines for the very end of the run (tests append): the end of a CI log is often all one sees."""
+    return session.config.stash.setdefault(CLOSING_NOTES, [])
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter):
-    if CLOSING_NOTES:
+    notes = terminalreporter.config.stash.get(CLOSING_NOTES, [])
+    if notes:
         terminalreporter.section("grading problems (details in the failures above)")
-        for line in CLOSING_NOTES:
+        for line in notes:
             terminalreporter.write_line(line)
 
 
 def pytest_sessionfinish(session, exitstatus):
     import background
 
-    background.cleanup()
+    background.cleanup(session)

@@ -1,43 +1,13 @@
 """Hostile and broken submissions, built for any lesson from its first graded function.
 
-Each builder returns a notebook (or None when the lesson cannot host the case); the
-expected outcome of each case is asserted in tests/test_lessons.py and listed in the README.
+These are the cases whose handling depends on the lesson (its cells, its tests, what a crash or
+a hang interrupts); attacks on the grader itself, which the sandbox stops whatever the lesson,
+are in tests/hostile_catalogue.py. Each builder returns a notebook; the expected outcome of each
+case is asserted in tests/test_lessons.py and listed in the README.
 """
 import nbformat
 
 from notebook_tools import cell_role, grade_id, is_solution_code, is_test, with_answer
-
-REFERENCE_FROM_AUTOGRADED = "os.path.join(os.getcwd(), '..', '..', '..', 'instructor', 'reference')"
-
-
-def graded_functions(nb):
-    return [grade_id(c) for c in nb.cells if is_solution_code(c)]
-
-
-def import_reference(nb, function):
-    """The function hands the work to the hidden reference, found next to the course."""
-    return with_answer(nb, function, f'''
-def {function}(*args, **kwargs):
-    import os, sys
-    sys.path.append({REFERENCE_FROM_AUTOGRADED})
-    import attention_reference
-    return getattr(attention_reference, "{function}")(*args, **kwargs)
-''')
-
-
-def read_reference_source(nb, function):
-    """The function reads the reference's files and runs them."""
-    return with_answer(nb, function, f'''
-def {function}(*args, **kwargs):
-    import glob, os
-    namespace = {{"__name__": "stolen"}}
-    folder = os.path.join({REFERENCE_FROM_AUTOGRADED}, "attention_reference")
-    for path in sorted(glob.glob(os.path.join(folder, "*.py"))):
-        source = open(path).read().replace("from .", "from attention_reference.")
-        exec(compile(source, path, "exec"), namespace)
-    return namespace["{function}"](*args, **kwargs)
-''')
-
 
 def patched_helpers(nb, function):
     """A wrong answer plus every trick to make checks pass: numpy, the checks, subprocess, tracebacks."""
@@ -148,8 +118,6 @@ def hard_coded_first_output(nb, function):
 
 
 CORE_CASES = {
-    "import_reference": import_reference,
-    "read_reference_source": read_reference_source,
     "patched_helpers": patched_helpers,
     "kernel_crash": kernel_crash,
     "deleted_test_cells": deleted_test_cells,
@@ -162,7 +130,7 @@ CORE_CASES = {
 # "full" = the (correct) submission keeps full marks. The sandbox denies the reference and the
 # grader answers every check: reaching for them costs the exercise, nothing needs flagging.
 EXPECTED = {
-    "import_reference": "zero", "read_reference_source": "zero", "patched_helpers": "zero",
+    "patched_helpers": "zero",
     "kernel_crash": "zero", "infinite_loop": "zero", "hard_coded_first_output": "zero",
     "deleted_test_cells": "full", "edited_and_duplicated_test_cells": "full",
     "chatty_correct_with_retyped_test": "full",

@@ -33,6 +33,7 @@ class Attack:
     reorder: bool = False
     extra_files: tuple = ()      # (path, content) handed in beside the notebook
     second: tuple = ()           # (function, code): another answer the attack replaces
+    delete_answer: bool = False  # the answer cell of ``target`` is deleted
 
 
 FALLBACK = "np.zeros_like(np.asarray(x, dtype=float))"   # what an attack returns when it fails
@@ -348,6 +349,17 @@ def input(prompt=""):
 builtins.input = input
 json.dumps = lambda *a, **k: '{{"op": "results", "results": []}}'
 '''),
+    "hard_coded_visible_answer": Attack("softmax", "return the visible example's answer whatever the input", '''
+def softmax(x, axis=-1):
+    return np.array(examples.BANK_MORTGAGE_SHARES_QUOTED)
+'''),
+    "segfault": Attack("softmax", "crash the kernel (a segfault) whenever softmax is called", '''
+def softmax(x, axis=-1):
+    import ctypes
+    return ctypes.string_at(0)
+'''),
+    "deleted_answer_cell": Attack("softmax", "delete the answer cell (and hope for the stored solution)", "",
+                                  delete_answer=True),
     "keep_a_lent_softmax": Attack("softmax", "keep the correct softmax lent to contextualize's test (moved first) for its own", '''
 def softmax(x, axis=-1):
     lent = _kept.get("softmax")
@@ -413,7 +425,11 @@ def build(answer, name, context):
     """The submission of attack ``name`` (a notebook) and its extra files."""
     attack = ATTACKS[name]
     fill = {**context, "marker": PREFIX + name}
-    nb = with_answer(lean(answer), attack.target, attack.code.format(**fill))
+    nb = lean(answer)
+    if attack.delete_answer:
+        nb.cells = [c for c in nb.cells if not (grade_id(c) == attack.target and is_solution_code(c))]
+    else:
+        nb = with_answer(nb, attack.target, attack.code.format(**fill))
     if attack.second:
         nb = with_answer(nb, attack.second[0], attack.second[1].format(**fill))
     if attack.reorder:

@@ -122,8 +122,9 @@ def _without_progress(text):
                      and "nb/s]" not in line and "s/nb]" not in line)
 
 
-def grade_all(folder, lessons):
-    """{lesson: results}: every lesson's catalogue and hostile cases, autograded.
+def grade_all(folder, lessons, attacks=False):
+    """{lesson: results}: every lesson's catalogue and hostile cases, autograded; with ``attacks``,
+    also the hostile catalogue of tests/hostile_catalogue.py (its results under ``"_hostile"``).
 
     All the submissions go in one course and through ``make grade`` (``attention_grading.grade``:
     stock nbgrader ``Autograde`` per submission, four workers), so the cores stay busy to the end
@@ -138,10 +139,15 @@ def grade_all(folder, lessons):
     for lesson in lessons:
         nbgrader(root, "generate_assignment", lesson, "--force")
     written = {lesson: _write_submissions(root, lesson) for lesson in lessons}
+    if attacks:
+        import test_hostile_catalogue as hostile_tests
+
+        context = hostile_tests.write_attacks(root)
     before = tree_hash(root / "submitted")
     lesson_args = [arg for lesson in lessons for arg in ("--lesson", lesson)]
+    secret = {"ATTENTION_TEST_SECRET": hostile_tests.SECRET} if attacks else {}
     graded = run_grade(root, *lesson_args, "--workers", "4", "--force", "--no-feedback", "--no-report",
-                       timeout=1800)
+                       timeout=1800, **secret)
     # A submission that could not be graded fails its lesson's test_every_submission_is_graded,
     # with the reason and the grading log, rather than every test of every lesson.
     not_graded, second_attempts = (_with_logs(root, noted) for noted in _noted(root))
@@ -154,6 +160,8 @@ def grade_all(folder, lessons):
     for students, _ in written.values():
         readers.add(next(s for s in students if s.startswith("wrong--")))
         readers.add(next(s for s in students if s.endswith("--patched_helpers")))
+    if attacks:
+        readers |= {f"attack_{name}" for name in hostile_tests.FEEDBACK_READERS}
     reader_args = [arg for student in sorted(readers) for arg in ("--student", student)]
     feedback = run_grade(root, *lesson_args, *reader_args, "--workers", "4", "--no-report", timeout=600)
     if "feedback file(s) could not be generated" in feedback.stdout or \
@@ -167,4 +175,6 @@ def grade_all(folder, lessons):
         results[lesson]["submitted_unchanged"] = unchanged
         results[lesson]["not_graded"] = {s: m for (s, l), m in not_graded.items() if l == lesson}
         results[lesson]["second_attempts"] = {s: m for (s, l), m in second_attempts.items() if l == lesson}
+    if attacks:
+        results["_hostile"] = hostile_tests.after_make_grade(context, graded)
     return results

@@ -97,58 +97,91 @@ def traces():
     return found, processes
 
 
-def _course(folder, name, listener, answer):
-    root = copy_course(Path(folder) / name, lessons=[LESSON])
-    with open(root / "nbgrader_config.py", "a") as config:
-        config.write("\nc.Execute.timeout = 10\n")
-    nbgrader(root, "generate_assignment", LESSON, "--force")
+CORRECT = "solution"            # the correct learner graded beside every attack
+FEEDBACK_READERS = ("print_everything_into_feedback", "script_in_output", "grader_secrets")
+
+
+def write_attacks(root):
+    """Hand in every attack (and, unless the course has one, a correct learner) for lesson 01 of
+    the course at ``root``; start the listener; take the "before" snapshot. Returns the context."""
+    listener = Listener()
+    answer = solved(ROOT / "notebooks" / LESSON / f"{LESSON}.ipynb", ROOT / "solutions" / LESSON / f"{LESSON}.ipynb")
     context = {"course": str(root), "port": listener.port, "grader_pid": os.getpid(), "secret": SECRET}
-    for student, nb, files in [("alice", answer, [])] + [
-            (f"attack_{name}", *catalogue.build(answer, name, context)) for name in ATTACKS]:
+    students = [(f"attack_{name}", *catalogue.build(answer, name, context)) for name in ATTACKS]
+    if not (root / "submitted" / CORRECT / LESSON).exists():
+        students.append((CORRECT, answer, []))
+    for student, nb, files in students:
         folder = root / "submitted" / student / LESSON
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / f"{LESSON}.ipynb")
         for path, content in files:
             (folder / path).parent.mkdir(parents=True, exist_ok=True)
             (folder / path).write_text(content)
-    return root
+    return {"listener": listener, "root": root,
+            "before": {tree: tree_hash(root / tree) for tree in COURSE_TREES},
+            "environment_before": ctimes(Path(os.sys.prefix))}
 
 
-def grade_hostile(folder):
-    """Both runs, with everything the assertions need."""
-    listener = Listener()
-    answer = solved(ROOT / "notebooks" / LESSON / f"{LESSON}.ipynb", ROOT / "solutions" / LESSON / f"{LESSON}.ipynb")
-    courses = {"make grade": _course(folder, "make-grade", listener, answer),
-               "nbgrader autograde": _course(folder, "nbgrader", listener, answer)}
-    before = {way: {tree: tree_hash(root / tree) for tree in COURSE_TREES} for way, root in courses.items()}
-    environment = ctimes(Path(os.sys.prefix))
-    env = {"ATTENTION_TEST_SECRET": SECRET}
-    runs = {}
-    started = time.monotonic()
-    runs["make grade"] = run_grade(courses["make grade"], "--workers", "2", "--force", timeout=900, **env)
-    runs["nbgrader autograde"] = subprocess.run(
-        [os.sys.executable, "-m", "nbgrader", "autograde", LESSON, "--force"], cwd=courses["nbgrader autograde"],
-        env={**os.environ, **env, "PATH": f"{Path(os.sys.executable).parent}:{os.environ['PATH']}"},
-        capture_output=True, text=True, timeout=900)
-    seconds = time.monotonic() - started
-    grades_csv = (courses["make grade"] / "grades.csv").read_bytes()
+def inspect(context, run, again=None):
+    """Everything the assertions need, after one grading ``run`` of the course."""
+    root = context["root"]
     time.sleep(2)                      # what a detached process would do after the run
-    results = {"seconds": seconds, "runs": runs, "courses": courses, "listener": listener.received,
-               "before": before, "environment_before": environment}
-    results["after"] = {way: {tree: tree_hash(root / tree) for tree in COURSE_TREES} for way, root in courses.items()}
-    results["environment_after"] = ctimes(Path(os.sys.prefix))
-    results["grades_csv_later"] = (courses["make grade"] / "grades.csv").read_bytes() == grades_csv
-    results["scores"] = {way: grade_table(f"sqlite:///{root / 'gradebook.db'}") for way, root in courses.items()}
-    results["traces"] = traces()
-    again = run_grade(courses["make grade"], "--student", "alice", "--force", "--no-report", timeout=300)
-    results["again"] = (again, grade_table(f"sqlite:///{courses['make grade'] / 'gradebook.db'}"))
-    listener.close()
+    grades_csv = root / "grades.csv"
+    results = {"run": run, "root": root,
+               "after": {tree: tree_hash(root / tree) for tree in COURSE_TREES},
+               "before": context["before"], "environment_before": context["environment_before"],
+               "environment_after": ctimes(Path(os.sys.prefix)),
+               "scores": grade_table(f"sqlite:///{root / 'gradebook.db'}"), "traces": traces(),
+               "listener": list(context["listener"].received), "again": again,
+               "grades_csv": grades_csv.read_bytes() if grades_csv.exists() else None}
+    return results
+
+
+def after_make_grade(context, run):
+    """The ``make grade`` half (called by tests/lesson_grading.py's catalogue run, which grades
+    the attacks, and their feedback, with everything else): a later run, then the snapshot."""
+    root = context["root"]
+    again = run_grade(root, "--lesson", LESSON, "--student", CORRECT, "--force", "--no-report",
+                      "--no-feedback", timeout=300)
+    results = inspect(context, run, (again, grade_table(f"sqlite:///{root / 'gradebook.db'}")))
+    context["listener"].close()
+    return results
+
+
+def grade_with_nbgrader(folder):
+    """The plain ``nbgrader autograde`` half: a course of its own, one notebook at a time."""
+    root = copy_course(Path(folder) / "course", lessons=[LESSON])
+    with open(root / "nbgrader_config.py", "a") as config:
+        config.write("\nc.Execute.timeout = 10\n")
+    nbgrader(root, "generate_assignment", LESSON, "--force")
+    context = write_attacks(root)
+    run = subprocess.run(
+        [os.sys.executable, "-m", "nbgrader", "autograde", LESSON, "--force"], cwd=root,
+        env={**os.environ, "ATTENTION_TEST_SECRET": SECRET,
+             "PATH": f"{Path(os.sys.executable).parent}:{os.environ['PATH']}"},
+        capture_output=True, text=True, timeout=900)
+    results = inspect(context, run)
+    context["listener"].close()
     return results
 
 
 @pytest.fixture(scope="session")
-def hostile(request):
-    return background.result("hostile", grade_hostile)
+def hostile(request, graded_run):
+    """{way: results} of grading every attack with make grade and with nbgrader autograde."""
+    import background
+
+    return {"make grade": graded_run["_hostile"],
+            "nbgrader autograde": background.result(request.session, "hostile", grade_with_nbgrader,
+                                                    after="graded")}
+
+
+@pytest.fixture(scope="session")
+def graded_run(request):
+    import background
+    import lesson_grading
+    from conftest import graded_selection
+
+    return background.result(request.session, "graded", lesson_grading.grade_all, *graded_selection(request.session))
 
 
 def _points(scores, student, exercise_tests):
@@ -158,70 +191,79 @@ def _points(scores, student, exercise_tests):
 TESTS = {"softmax": ["softmax_matches_reference"], "contextualize": ["contextualize_matches_reference"]}
 
 
-@pytest.mark.parametrize("way", ["make grade", "nbgrader autograde"])
+WAYS = ["make grade", "nbgrader autograde"]
+
+
+@pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("attack", ATTACKS)
 def test_the_attacker_gains_nothing(hostile, attack, way):
     """The attacked exercise scores 0; its hidden test was graded (not lost to an error)."""
-    scores = hostile["scores"][way]
+    scores = hostile[way]["scores"]
     target = catalogue.ATTACKS[attack].target
     got = _points(scores, f"attack_{attack}", TESTS[target])
     assert all(v is not None for v in got.values()), f"{attack} was not graded by {way}: {got}"
     assert all(v[0] == 0 for v in got.values()), f"{attack} won points on {target} ({way}): {got}"
 
 
-@pytest.mark.parametrize("way", ["make grade", "nbgrader autograde"])
+@pytest.mark.parametrize("way", WAYS)
 def test_the_correct_learner_keeps_full_marks_and_grading_finishes(hostile, way):
-    """alice, graded in the same run as every attack, scores every autograded point; the run ended."""
-    run = hostile["runs"][way]
+    """The correct learner, graded in the same run as every attack, scores every autograded point;
+    the run ended."""
+    run = hostile[way]["run"]
     assert run.returncode in (0, 1), run.stdout[-3000:] + run.stderr[-3000:]
-    alice = _points(hostile["scores"][way], "alice", TESTS["softmax"] + TESTS["contextualize"])
-    assert all(v == (3.0, False) for v in alice.values()), (alice, run.stdout[-3000:])
+    correct = _points(hostile[way]["scores"], CORRECT, TESTS["softmax"] + TESTS["contextualize"])
+    assert all(v == (3.0, False) for v in correct.values()), (correct, run.stdout[-3000:])
 
 
-@pytest.mark.parametrize("way", ["make grade", "nbgrader autograde"])
+@pytest.mark.parametrize("way", WAYS)
 def test_the_course_is_untouched(hostile, way):
     """submitted/, source/, solutions/ and instructor/ are byte-identical; the stored hidden tests
     are still source/'s."""
-    assert hostile["after"][way] == hostile["before"][way]
     from attention_grading.gradebook import stored_test_mismatches
 
-    root = hostile["courses"][way]
+    assert hostile[way]["after"] == hostile[way]["before"]
+    root = hostile[way]["root"]
     assert stored_test_mismatches(root, f"sqlite:///{root / 'gradebook.db'}", "attention", [LESSON]) == {}
 
 
-def test_the_course_environment_is_untouched(hostile):
+@pytest.mark.parametrize("way", WAYS)
+def test_the_course_environment_is_untouched(hostile, way):
     """No file of the course environment was written, none appeared."""
-    before, after = hostile["environment_before"], hostile["environment_after"]
+    before, after = hostile[way]["environment_before"], hostile[way]["environment_after"]
     changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p)
                      and "__pycache__" not in p)
     assert not changed, changed[:10]
 
 
-def test_no_trace_is_left(hostile):
-    """No file an attack named anywhere, no process it started, nothing sent out, no late write."""
-    files, processes = hostile["traces"]
+@pytest.mark.parametrize("way", WAYS)
+def test_no_trace_is_left(hostile, way):
+    """No file an attack named anywhere, no process it started, nothing sent out, no late write
+    to the grades or the gradebook."""
+    files, processes = hostile[way]["traces"]
     assert not files, files[:10]
     assert not processes, processes
-    assert not hostile["listener"], hostile["listener"]
-    assert hostile["grades_csv_later"], "grades.csv changed after make grade had finished"
-    scores = hostile["scores"]["make grade"]
-    assert all(score != 99 for score, _ in scores.values())
+    assert not hostile[way]["listener"], hostile[way]["listener"]
+    grades = hostile[way]["grades_csv"]
+    assert grades is None or catalogue.PREFIX.encode() not in grades
+    assert all(score != 99 for score, _ in hostile[way]["scores"].values())
 
 
-def test_no_script_survives_in_an_autograded_notebook(hostile):
+@pytest.mark.parametrize("way", WAYS)
+def test_no_script_survives_in_an_autograded_notebook(hostile, way):
     """The <script>, <img onerror> and JavaScript outputs are gone from what the formgrader shows."""
-    for root in hostile["courses"].values():
-        path = root / "autograded" / "attack_script_in_output" / LESSON / f"{LESSON}.ipynb"
-        outputs = json.dumps([c.get("outputs", []) for c in nbformat.read(path, as_version=4).cells])
-        assert "<script" not in outputs and "onerror" not in outputs.lower()
-        assert "application/javascript" not in outputs
+    root = hostile[way]["root"]
+    path = root / "autograded" / "attack_script_in_output" / LESSON / f"{LESSON}.ipynb"
+    outputs = json.dumps([c.get("outputs", []) for c in nbformat.read(path, as_version=4).cells])
+    assert "<script" not in outputs and "onerror" not in outputs.lower()
+    assert "application/javascript" not in outputs
 
 
 def test_no_feedback_shows_reference_code(hostile):
-    """Feedback of every attacker: the learner's own code and verdicts, never the reference."""
-    root = hostile["courses"]["make grade"]
-    files = list((root / "feedback").glob(f"attack_*/{LESSON}/*.html"))
-    assert len(files) >= len(ATTACKS) - 3, sorted(str(f) for f in files)
+    """Feedback of attackers that print all they can find: their own code and verdicts, never the
+    reference or a hidden test."""
+    root = hostile["make grade"]["root"]
+    files = [root / "feedback" / f"attack_{name}" / LESSON / f"{LESSON}.html" for name in FEEDBACK_READERS]
+    assert all(f.is_file() for f in files), [str(f) for f in files if not f.is_file()]
     reference = leaks.reference_lines()
     for path in files:
         text = path.read_text()
@@ -232,15 +274,26 @@ def test_no_feedback_shows_reference_code(hostile):
 
 def test_a_later_run_grades_as_before(hostile):
     """After every attack, grading the correct learner again gives the same full marks."""
-    again, scores = hostile["again"]
+    again, scores = hostile["make grade"]["again"]
     assert again.returncode == 0, again.stdout[-3000:]
-    alice = _points(scores, "alice", TESTS["softmax"] + TESTS["contextualize"])
-    assert all(v == (3.0, False) for v in alice.values()), alice
+    correct = _points(scores, CORRECT, TESTS["softmax"] + TESTS["contextualize"])
+    assert all(v == (3.0, False) for v in correct.values()), correct
 
 
-def test_the_grader_secret_never_reached_a_kernel(hostile):
+@pytest.mark.parametrize("way", WAYS)
+def test_the_grader_secret_never_reached_a_kernel(hostile, way):
     """The grader's environment (a stand-in for a gradebook password) is invisible to kernels."""
-    for root in hostile["courses"].values():
-        nb = nbformat.read(root / "autograded" / "attack_grader_secrets" / LESSON / f"{LESSON}.ipynb", as_version=4)
-        outputs = json.dumps([c.get("outputs", []) for c in nb.cells])
-        assert "found the secret" not in outputs and SECRET not in outputs
+    root = hostile[way]["root"]
+    nb = nbformat.read(root / "autograded" / "attack_grader_secrets" / LESSON / f"{LESSON}.ipynb", as_version=4)
+    outputs = json.dumps([c.get("outputs", []) for c in nb.cells])
+    assert "found the secret" not in outputs and SECRET not in outputs
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_crash_is_named_and_costs_its_exercise_only(hostile, way):
+    """The segfaulting softmax is named in grading-notes.json; contextualize keeps its points."""
+    root = hostile[way]["root"]
+    notes = json.loads((root / "autograded" / "attack_segfault" / LESSON / "grading-notes.json").read_text())
+    assert notes["crashed_cells"] or any(v["kind"] == "crashed" for v in notes["verdicts"].values()), notes
+    assert _points(hostile[way]["scores"], "attack_segfault", TESTS["contextualize"]) == \
+        {"contextualize_matches_reference": (3.0, False)}

@@ -20,7 +20,7 @@ import catalogue
 import hostile
 import leaks
 import lesson_grading
-from conftest import CLOSING_NOTES, lesson_ids, lessons_using
+from conftest import closing_notes, graded_selection, lesson_ids, lessons_using
 from lesson_grading import release_path, solution_path
 from notebook_tools import functions_of_tests, grade_id, is_solution_code
 
@@ -47,7 +47,7 @@ def test_release_holds_no_solution_and_no_hidden_test(lesson):
 @pytest.fixture(scope="session")
 def validation(request):
     """({notebook: report} of ``validate`` on the sources, same of ``validate --invert`` on the release)."""
-    return background.result("validation", lesson_grading.validate_all,
+    return background.result(request.session, "validation", lesson_grading.validate_all,
                              lessons_using(request.session, "validation"))
 
 
@@ -73,7 +73,8 @@ def test_validate_invert_fails_every_test_of_the_release(lesson, validation):
 def graded(request):
     """{lesson: results} of autograding every lesson's catalogue and hostile cases (see
     ``lesson_grading.grade_all``; started in the background as soon as the tests are collected)."""
-    return background.result("graded", lesson_grading.grade_all, lessons_using(request.session, "graded"))
+    return background.result(request.session, "graded", lesson_grading.grade_all,
+                             *graded_selection(request.session))
 
 
 def _test_cells(lesson):
@@ -82,15 +83,15 @@ def _test_cells(lesson):
 
 @pytest.mark.nbgrader
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_every_submission_is_graded(lesson, graded):
+def test_every_submission_is_graded(lesson, graded, request):
     """make grade graded every submission of the lesson: none is left "could not be graded"."""
     results = graded[lesson]
     for student, why in results["second_attempts"].items():
         warnings.warn(f"{lesson} / {student}: {why}")   # "graded on a second attempt; the first failed: ..."
     for student, why in results["not_graded"].items():
         message, *log = why.splitlines()
-        CLOSING_NOTES.append(f"{lesson} / {student} not graded: {message}")
-        CLOSING_NOTES.extend(f"    {line}" for line in log[-12:])
+        closing_notes(request.session).append(f"{lesson} / {student} not graded: {message}")
+        closing_notes(request.session).extend(f"    {line}" for line in log[-12:])
     assert not results["not_graded"], "\n\n".join(f"{student}: {why}" for student, why
                                                    in results["not_graded"].items())
     assert sorted(results["scores"]) == results["students"]
