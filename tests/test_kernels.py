@@ -111,7 +111,8 @@ def test_cold_kernels_start_in_the_same_sandbox(tmp_path):
         assert not isinstance(km.provisioner.process, ForkedProcess)
         out, error = await _run(kc, "import os\nprint(os.getcwd())\nprint(open('/proc/self/status').read())\n"
                                     "try:\n    os.listdir(" + repr(str(ROOT / "instructor")) + ")\n"
-                                    "except PermissionError:\n    print('instructor: denied')")
+                                    "except PermissionError:\n    print('instructor: denied')\n"
+                                    "import attention_course\nprint('learner package:', attention_course.__name__)")
         scratch = km.sandbox_request.scratch
         await _stop(km, kc)
         return out, error, scratch
@@ -122,6 +123,7 @@ def test_cold_kernels_start_in_the_same_sandbox(tmp_path):
     status = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
     assert status["CapEff"].strip() == "0000000000000000" and status["NoNewPrivs"].strip() == "1"
     assert status["Seccomp"].strip() == "2" and "instructor: denied" in out
+    assert "learner package: attention_course" in out, "a cold kernel must import the learner package"
 
 
 def test_a_kernel_whose_port_was_taken_starts_again_on_fresh_ports(tmp_path, monkeypatch):

@@ -92,13 +92,18 @@ class LocalPool:
         return self._idle.pop() if self._idle else _Worker(self._context)
 
     def run(self, function, jobs, progress):
-        """Yield ``(job, outcome)`` for every job, as they finish."""
+        """Yield ``(job, outcome)`` for every job, as they finish. A freed worker gets its next job
+        before the outcome is handed over, so it never waits while the caller saves a result."""
         waiting, busy = list(reversed(jobs)), []
-        while waiting or busy:
+
+        def top_up():
             while waiting and len(busy) < self.workers:
                 worker = self._worker()
                 worker.give(function, waiting.pop(), self.job_timeout)
                 busy.append(worker)
+
+        while waiting or busy:
+            top_up()
             now = time.monotonic()
             deadlines = [w.deadline - now for w in busy if w.deadline is not None]
             ready = wait([w.conn for w in busy], timeout=max(0.0, min(deadlines)) if deadlines else None)
@@ -120,6 +125,7 @@ class LocalPool:
                     self._idle.append(worker)
                 else:
                     worker.kill()
+                top_up()
                 progress.update(1)
                 yield job, outcome
 

@@ -13,6 +13,8 @@ Sanitised with bleach, the sanitiser nbconvert uses for ``HTMLExporter.sanitize_
   alone or followed by the rest of a page, the cell is replaced by the cleaned HTML. Cells with nothing dangerous are left exactly as they
   are, so the lessons' math and formatting (and nbgrader's "No response" checksums) are untouched.
 """
+import functools
+
 import bleach
 from bleach.css_sanitizer import CSSSanitizer
 from nbconvert.filters.markdown import markdown2html
@@ -71,10 +73,16 @@ def _every_tag(html):
 CONTEXTS = ("", ">", '">', "'>", "--></p></div>")
 
 
+@functools.lru_cache(maxsize=4096)
 def dangerous(html):
     """Does ``html`` hold anything ``clean`` would remove (a script, a handler, a frame...), alone
-    or followed by the rest of a page?"""
+    or followed by the rest of a page? (Cached: the lessons' own cells recur in every submission.)"""
     return any(clean(html + tail) != _serialised(html + tail) for tail in CONTEXTS)
+
+
+@functools.lru_cache(maxsize=4096)
+def rendered(markdown):
+    return markdown2html(markdown)
 
 
 def _size(value):
@@ -137,7 +145,7 @@ class SanitizeLearnerHTML(NbGraderPreprocessor):
                     else:
                         del data[key]
         elif cell.cell_type in ("markdown", "raw"):
-            html = markdown2html(cell.source) if cell.cell_type == "markdown" else cell.source
+            html = rendered(cell.source) if cell.cell_type == "markdown" else cell.source
             if dangerous(html):
                 cell.source = clean(html)
         return cell, resources

@@ -29,7 +29,7 @@ def enter(policy, cgroups=None):
     _populate(policy)
     _redirect_stdio(policy.log)
     rules = landlock.ruleset(read_only=policy.read_only + policy.readable, read_write=[policy.root],
-                             devices=policy.devices, bind_ports=policy.bind_ports)
+                             devices=policy.devices, bind_ports=policy.bind_ports, listable=policy.listable)
     apply_rlimits(policy.limits)
     privileges.drop(policy.account)
     landlock.restrict_self(rules)

@@ -53,12 +53,13 @@ def handled_fs(version):
     return FS_BY_ABI.get(version, (1 << 16) - 1)
 
 
-def ruleset(read_only, read_write, devices, bind_ports):
+def ruleset(read_only, read_write, devices, bind_ports, listable=()):
     """A Landlock ruleset (a file descriptor) allowing only what is listed; made while the process
     may still open every listed path (before it drops its privileges).
 
     ``read_only``: folders and files to read and execute; ``read_write``: folders with every
-    right; ``devices``: files to read and write (``/dev/null``); ``bind_ports``: TCP ports to bind.
+    right; ``devices``: files to read and write (``/dev/null``); ``bind_ports``: TCP ports to bind;
+    ``listable``: folders whose entries may be listed, nothing read.
     """
     version = abi()
     if version < 4:
@@ -69,7 +70,8 @@ def ruleset(read_only, read_write, devices, bind_ports):
     size = ctypes.sizeof(_RulesetAttr) if version >= 6 else ctypes.sizeof(ctypes.c_uint64) * 2
     fd = syscall("landlock_create_ruleset", ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     try:
-        for paths, rights in ((read_only, READ), (read_write, fs), (devices, READ_WRITE_FILE)):
+        for paths, rights in ((read_only, READ), (read_write, fs), (devices, READ_WRITE_FILE),
+                              (listable, READ_DIR)):
             for path in paths:
                 _allow_path(fd, path, rights & fs)
         for port in bind_ports:

@@ -42,6 +42,7 @@ class Policy:
     env: dict                     # its whole environment
     seed: Optional[str] = None    # a folder whose files it starts with (the submission's files)
     readable: list = field(default_factory=list)   # files of the grader it reads: its connection file
+    listable: list = field(default_factory=list)   # folders it may list but not read: import paths
     account: Optional[list] = None  # [uid, gid] to switch to, or None: uid 0 without capabilities
     devices: list = field(default_factory=lambda: [d for d in DEVICES if os.path.exists(d)])
     limits: Limits = field(default_factory=Limits)
@@ -141,6 +142,21 @@ def runtime_roots(protected=(), python=sys.executable):
     return sorted(r for r in kept if not any(o != r and _is_within(r, o) for o in kept))
 
 
+def import_folders(read_only):
+    """The import-path folder above the learner package when it is not already readable (an
+    editable install puts ``src/`` on the path): Python lists it to find the package, so it may be
+    listed, nothing in it read."""
+    try:
+        import attention_course
+    except ImportError:
+        return []
+    parent = os.path.dirname(os.path.dirname(os.path.realpath(attention_course.__file__)))
+    on_path = {os.path.realpath(p) for p in sys.path if p}
+    if parent in on_path and not any(_is_within(parent, r) for r in read_only):
+        return [parent]
+    return []
+
+
 def check_exposes_nothing(read_only, protected):
     """A last guard: no read root may contain a protected path (the course, the grader)."""
     for root in read_only:
@@ -154,6 +170,7 @@ def make(scratch, ports, env, seed=None, readable=(), protected=(), account=None
     protected = [str(p) for p in protected] + [str(scratch)]
     read_only = runtime_roots(protected)
     check_exposes_nothing(read_only, protected)
+    listable = import_folders(read_only)
     return Policy(scratch=str(scratch), read_only=read_only, bind_ports=list(ports), env=env,
-                  seed=str(seed) if seed else None, readable=[str(p) for p in readable],
+                  seed=str(seed) if seed else None, readable=[str(p) for p in readable], listable=listable,
                   account=account, limits=limits or Limits())
