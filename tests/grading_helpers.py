@@ -68,11 +68,14 @@ def submit(root, student, text, name=f"{LESSON}.ipynb", timestamp="2026-01-10 12
 
 
 def tree_hash(folder):
-    """One hash of every path, mode and byte under ``folder`` (Python's own byte-code caches,
-    written by the grader's imports, aside)."""
+    """One hash of every path, mode and byte under ``folder``, and of every file's time (Python's
+    own byte-code caches, written by the grader's imports, aside)."""
     digest = hashlib.sha256()
     for path in sorted(p for p in Path(folder).rglob("*") if "__pycache__" not in p.parts):
-        stat = path.stat()
+        stat = path.lstat()
+        if path.is_dir():         # a folder's own time moves whenever an entry is added (a cache)
+            digest.update(f"{path.relative_to(folder)}|{stat.st_mode}".encode())
+            continue
         digest.update(f"{path.relative_to(folder)}|{stat.st_mode}|{stat.st_mtime_ns}".encode())
         if path.is_file():
             digest.update(path.read_bytes())

@@ -9,6 +9,11 @@ import nbformat
 
 from notebook_tools import cell_role, grade_id, is_solution_code, is_test, with_answer
 
+
+def graded_functions(nb):
+    return [grade_id(c) for c in nb.cells if is_solution_code(c)]
+
+
 def patched_helpers(nb, function):
     """A wrong answer plus every trick to make checks pass: numpy, the checks, subprocess, tracebacks."""
     return with_answer(nb, function, f'''

@@ -90,7 +90,8 @@ def _results(root, lesson, students, manifest, log):
                   for p in (root / "autograded").glob(f"*/{lesson}/{lesson}.ipynb")}
     notes = {p.parts[-3]: json.loads(p.read_text())
              for p in (root / "autograded").glob(f"*/{lesson}/grading-notes.json")}
-    feedback = {p.parts[-3]: p.read_text() for p in (root / "feedback").glob(f"*/{lesson}/*.html")}
+    feedback = {p.parts[-3]: p.read_text() for p in (root / "feedback").glob(f"*/{lesson}/*.html")
+                if p.parts[-3] in students}
     return {"scores": scores, "autograded": autograded, "log": log, "notes": notes,
             "feedback": feedback, "root": root, "manifest": manifest, "students": sorted(students)}
 

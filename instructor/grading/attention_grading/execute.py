@@ -78,10 +78,16 @@ class GuardedExecute(Execute):
                    "where the machine cannot sandbox (every run then warns): learner code would "
                    "run with the grader's rights.").tag(config=True)
     sandbox_limits = Dict(help="Overrides of sandbox.limits.Limits (memory_bytes, cpu_seconds, ...).").tag(config=True)
+    render_figures = Bool(False, help="Draw matplotlib figures as pictures in graded notebooks. Off: a "
+                          "figure shows as one line of text; rendering every picture of every "
+                          "submission is half the time of grading a class, and learners see them "
+                          "when they run the notebook.").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.kernel_manager_class = SandboxedKernelManager
+        if not self.render_figures:
+            self.extra_arguments = [*self.extra_arguments, "--InlineBackend.figure_formats=set()"]
 
     # ------------------------------------------------------------------ the kernel and its sandbox
 

@@ -195,6 +195,7 @@ class KernelSession:
         self.msg_id = msg_id = self.kc.execute(PROBE_CODE, silent=False, store_history=False, allow_stdin=True,
                                  stop_on_error=False)
         until = until or float("inf")
+        timeout = timeout * conversation.spec.time_factor
         deadline = min(time.monotonic() + timeout, until)
         poller = zmq.asyncio.Poller()
         stdin, shell, iopub = (self.kc.stdin_channel.socket, self.kc.shell_channel.socket,

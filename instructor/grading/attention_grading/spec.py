@@ -90,6 +90,8 @@ class Spec:
     substitutes: tuple = ()
     # The learner's functions whose namespaces the substitution must reach besides the notebook's.
     learner_functions: tuple = ()
+    # Each case may take this many times the grader's time for one call (a training run, say).
+    time_factor: float = 1.0
 
     def __post_init__(self):
         if self.target is None:

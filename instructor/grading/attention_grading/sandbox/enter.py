@@ -46,6 +46,9 @@ def _populate(policy):
     os.makedirs(policy.work, exist_ok=True)
     for folder in sandbox_dirs(policy.root).values():
         os.makedirs(folder, exist_ok=True)
+    if policy.font_cache and os.path.isfile(policy.font_cache):
+        # matplotlib would otherwise rebuild its font list (seconds) in every cold kernel
+        shutil.copy(policy.font_cache, sandbox_dirs(policy.root)["MPLCONFIGDIR"])
     if policy.account:
         uid, gid = policy.account
         for path in policy.readable:

@@ -43,6 +43,7 @@ class Policy:
     seed: Optional[str] = None    # a folder whose files it starts with (the submission's files)
     readable: list = field(default_factory=list)   # files of the grader it reads: its connection file
     listable: list = field(default_factory=list)   # folders it may list but not read: import paths
+    font_cache: Optional[str] = None   # matplotlib's font list, copied in (a cold kernel reads it)
     account: Optional[list] = None  # [uid, gid] to switch to, or None: uid 0 without capabilities
     devices: list = field(default_factory=lambda: [d for d in DEVICES if os.path.exists(d)])
     limits: Limits = field(default_factory=Limits)
@@ -157,6 +158,17 @@ def import_folders(read_only):
     return []
 
 
+def matplotlib_font_cache():
+    """The grader's matplotlib font list (``fontlist-v*.json``), if it has one."""
+    try:
+        import matplotlib
+
+        found = sorted(Path(matplotlib.get_cachedir()).glob("fontlist-v*.json"))
+    except Exception:
+        return None
+    return str(found[-1]) if found else None
+
+
 def check_exposes_nothing(read_only, protected):
     """A last guard: no read root may contain a protected path (the course, the grader)."""
     for root in read_only:
@@ -172,5 +184,6 @@ def make(scratch, ports, env, seed=None, readable=(), protected=(), account=None
     check_exposes_nothing(read_only, protected)
     listable = import_folders(read_only)
     return Policy(scratch=str(scratch), read_only=read_only, bind_ports=list(ports), env=env,
+                  font_cache=matplotlib_font_cache(),
                   seed=str(seed) if seed else None, readable=[str(p) for p in readable], listable=listable,
                   account=account, limits=limits or Limits())

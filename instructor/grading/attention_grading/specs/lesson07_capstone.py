@@ -354,6 +354,7 @@ register(Spec(
     outputs=PARAM_NAMES,
     target=Library("attention_course.capstone", "fit"),
     adapt=trained_parameters,
+    time_factor=6.0,       # 300 training steps of the learner's own code
     compare=_judge_outcome,
     substitutes=("model_forward",),
 ))
