@@ -58,6 +58,28 @@ def lessons():
     return lesson_ids()
 
 
+@pytest.fixture(scope="session")
+def lesson01_class(tmp_path_factory):
+    """(course root, make grade's result, hash of submitted/ before): a lesson-01 class with
+    good, blank, buggy, crashing, grader-killing and broken submissions, graded with 2 workers."""
+    from grading_helpers import LESSON, copy_course as lesson01_course, notebook, run_grade, submit, tree_hash
+
+    root = lesson01_course(tmp_path_factory.mktemp("course"))
+    submit(root, "alice", notebook("correct"))
+    (root / "submitted" / "alice" / LESSON / "notes.txt").write_text("my notes")
+    submit(root, "bob", notebook("blank"))
+    submit(root, "carol", notebook("buggy"))
+    submit(root, "gina", notebook("crash"))
+    submit(root, "hank", notebook("kills_grader"))
+    submit(root, "dave", '{"cells": [ {"cell_type": ')          # invalid JSON
+    submit(root, "erin", "")                                     # empty file
+    submit(root, "frank", notebook("correct"), name="my_lesson.ipynb")
+    (root / "submitted" / "README.txt").write_text("stray file")
+    before = tree_hash(root / "submitted")
+    done = run_grade(root, "--workers", "2")
+    return root, done, before
+
+
 # ---------------------------------------------------------------- background runs (tests/background.py)
 
 BACKGROUND_FIXTURES = ("validation", "graded", "hostile")

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import nbformat
 
-from attention_grading.cells import grade_id, is_solution_code, is_test, role
-from notebook_tools import with_answer
+from attention_grading.cells import grade_id, is_solution_code, is_test
+from notebook_tools import lean, with_answer
 
 LESSON = "01_context_vectors"
 PREFIX = "hostile-mark-"
@@ -411,14 +411,6 @@ def contextualize(X):
 
 # What every attack above must still allow: it is the learner's own softmax, wrong on purpose
 # where the attack fails. Written answers are left empty.
-
-
-def lean(nb):
-    """The notebook without its demonstrations (a learner may delete them): setup, answers and
-    tests only, so that each attack grades quickly."""
-    nb = nbformat.from_dict(nb)
-    nb.cells = [c for c in nb.cells if role(c) or c.cell_type == "markdown" and role(c).get("grade")]
-    return nb
 
 
 def build(answer, name, context):

@@ -14,7 +14,7 @@ import catalogue
 import hostile
 from conftest import ROOT, copy_course, nbgrader
 from grading_helpers import run_grade, tree_hash
-from notebook_tools import solved, with_answer
+from notebook_tools import lean, solved, with_answer
 
 
 def release_path(lesson, root=ROOT):
@@ -48,11 +48,13 @@ def validate_all(folder, lessons):
 # ---------------------------------------------------------------- autograding
 
 def submissions(lesson):
-    """({student id: notebook}, {student id: catalogue manifest}): the solution, the release,
-    every catalogue entry (packed, see ``catalogue.packed``) and every hostile case."""
+    """({student id: notebook}, {student id: catalogue manifest}): the solution and the release as
+    they are, every catalogue entry (packed, see ``catalogue.packed``) and every hostile case in a
+    lean notebook (demonstrations deleted, as a learner may: grading reads answers and tests)."""
     answer = solved(release_path(lesson), solution_path(lesson))
     students = {"solution": answer, "untouched": nbformat.read(release_path(lesson), as_version=4)}
     manifest = {}
+    answer = lean(answer)
     for entry in catalogue.packed(lesson, hostile.graded_functions(answer)):
         nb = answer
         for function, source in entry["sources"].items():

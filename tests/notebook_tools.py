@@ -6,7 +6,7 @@ import nbformat
 
 from attention_grading.cells import CellPlan, grade_id, is_solution_code, is_test, role as cell_role
 
-__all__ = ["cell_role", "grade_id", "is_solution_code", "is_test", "functions_of_tests", "solved",
+__all__ = ["cell_role", "grade_id", "is_solution_code", "is_test", "functions_of_tests", "lean", "solved",
            "with_answer"]
 
 
@@ -32,4 +32,12 @@ def with_answer(nb, function, source):
     matches = [c for c in nb.cells if grade_id(c) == function and is_solution_code(c)]
     assert len(matches) == 1, f"no single solution cell with grade_id {function!r}"
     matches[0].source = source.strip("\n")
+    return nb
+
+
+def lean(nb):
+    """The notebook without its demonstrations (a learner may delete them): every cell nbgrader
+    knows (setup, answers, tests, written answers) and nothing else, so that it grades quickly."""
+    nb = nbformat.from_dict(nb)
+    nb.cells = [c for c in nb.cells if cell_role(c)]
     return nb

@@ -16,23 +16,10 @@ pytestmark = pytest.mark.nbgrader
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """A class with good, blank, buggy, crashing, grader-killing and broken submissions, graded
-    with 2 workers."""
-    root = copy_course(tmp_path_factory.mktemp("course"))
-    submit(root, "alice", notebook("correct"))
-    (root / "submitted" / "alice" / LESSON / "notes.txt").write_text("my notes")
-    submit(root, "bob", notebook("blank"))
-    submit(root, "carol", notebook("buggy"))
-    submit(root, "gina", notebook("crash"))
-    submit(root, "hank", notebook("kills_grader"))
-    submit(root, "dave", '{"cells": [ {"cell_type": ')          # invalid JSON
-    submit(root, "erin", "")                                     # empty file
-    submit(root, "frank", notebook("correct"), name="my_lesson.ipynb")
-    (root / "submitted" / "README.txt").write_text("stray file")
-    before = tree_hash(root / "submitted")
-    done = run_grade(root, "--workers", "2")
-    return root, done, before
+def graded(lesson01_class):
+    """The class of conftest.lesson01_class: good, blank, buggy, crashing, grader-killing and broken
+    submissions, graded with 2 workers (tests/test_postgres.py compares with it too)."""
+    return lesson01_class
 
 
 def rows(root):

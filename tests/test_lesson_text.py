@@ -109,11 +109,17 @@ def _quoted_figures():
 
 
 def _run(lesson, folder):
+    """The solution without its test cells, in a kernel forked from the grader's warm parent (no
+    sandbox: this is the instructor's own notebook), figures left undrawn: only text is read."""
     from nbclient import NotebookClient
+
+    from attention_grading.kernels import SandboxedKernelManager
 
     nb = nbformat.read(ROOT / "solutions" / lesson / f"{lesson}.ipynb", as_version=4)
     nb.cells = [c for c in nb.cells if not is_test(c)]
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
+    NotebookClient(nb, timeout=300, kernel_name="python3", kernel_manager_class=SandboxedKernelManager,
+                   extra_arguments=["--InlineBackend.figure_formats=set()"],
+                   resources={"metadata": {"path": str(folder)}}).execute()
     return nb
 
 

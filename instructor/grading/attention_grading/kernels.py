@@ -304,14 +304,16 @@ class QuickReadyClient(AsyncKernelClient):
 
     async def _async_wait_for_ready(self, timeout=None):
         deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
+        asked = set()       # a slow kernel may answer an earlier request: any answer will do
         while True:
-            msg_id = self.kernel_info()
+            asked.add(self.kernel_info())
             try:
                 reply = await ensure_async(self.shell_channel.get_msg(timeout=1))
             except Empty:
                 reply = None
             if reply is not None and reply["msg_type"] == "kernel_info_reply" \
-                    and reply["parent_header"].get("msg_id") == msg_id and await self._idle_after(msg_id):
+                    and reply["parent_header"].get("msg_id") in asked \
+                    and await self._idle_after(reply["parent_header"]["msg_id"]):
                 self._handle_kernel_info_reply(reply)
                 return
             if not await self._async_is_alive():
