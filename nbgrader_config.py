@@ -91,7 +91,12 @@ c.LimitOutput.max_traceback = 60
 # Feedback names each check, its points and its diagnosis, never the hidden test source.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
+    "attention_grading.feedback.LabelGradedCells",
     "attention_grading.feedback.HideHiddenTests",
     "attention_grading.sanitize.SanitizeLearnerHTML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+# The feedback page names each check and shows unmarked written answers as awaiting manual
+# grading (templates/attention_feedback); set on GenerateFeedback only, so the formgrader keeps
+# its own pages.
+c.GenerateFeedback.exporter_class = "attention_grading.feedback.FeedbackExporter"

@@ -13,9 +13,7 @@ and with plain ``nbgrader autograde``.
 
 from dataclasses import dataclass
 
-import nbformat
-
-from attention_grading.cells import grade_id, is_solution_code, is_test
+from attention_grading.cells import grade_id, is_solution_code
 from notebook_tools import lean, with_answer
 
 LESSON = "01_context_vectors"

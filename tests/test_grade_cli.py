@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 
+import conftest
 import leaks
 from conftest import nbgrader
 
@@ -59,6 +60,32 @@ def test_scores_csv_table_and_feedback(graded):
         assert (root / "autograded" / student / LESSON / f"{LESSON}.ipynb").is_file()
     html = (root / "feedback" / "carol" / LESSON / f"{LESSON}.html").read_text()
     assert "attention_grading.hidden" not in html           # the course's feedback filter ran
+
+
+def test_feedback_names_each_check_and_awaits_manual_grading(graded):
+    """The feedback's summary names every graded cell (exercise and check, or question) and shows
+    written answers nobody has graded yet as awaiting manual grading, out of the score shown."""
+    import re
+
+    import nbformat
+    from attention_grading.cells import CellPlan, check_title
+
+    root, _, _ = graded
+    auto, total, _ = lesson_points(root)
+    release = nbformat.read(conftest.ROOT / "notebooks" / LESSON / f"{LESSON}.ipynb", as_version=4)
+    plan = CellPlan(release.cells)
+    html = (root / "feedback" / "alice" / LESSON / f"{LESSON}.html").read_text()
+    toc = html.split('id="toc"', 1)[1].split("</ol>", 1)[0]
+    assert "Test cell" not in toc and "Written response" not in toc
+    for index in plan.tests:
+        title = check_title(release.cells[index], plan.owner.get(index))
+        assert re.search(re.escape(title) + r"</a> \(Score: \d", toc), title
+    for index in plan.written:
+        title = check_title(release.cells[index])
+        assert f"{title}</a> (awaiting manual grading" in toc, title
+    assert f"(Score: {auto:.1f} / {auto:.1f}; {total - auto:.1f} more awaiting manual grading)" in html
+    bob = (root / "feedback" / "bob" / LESSON / f"{LESSON}.html").read_text()   # left the questions blank
+    assert "awaiting manual grading" not in bob and f"(Score: 0.0 / {total:.1f})" in bob
 
 
 def test_grading_report(graded):

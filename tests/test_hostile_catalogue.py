@@ -168,8 +168,6 @@ def grade_with_nbgrader(folder):
 @pytest.fixture(scope="session")
 def hostile(request, graded_run):
     """{way: results} of grading every attack with make grade and with nbgrader autograde."""
-    import background
-
     return {"make grade": graded_run["_hostile"],
             "nbgrader autograde": background.result(request.session, "hostile", grade_with_nbgrader,
                                                     after="graded")}
@@ -177,7 +175,6 @@ def hostile(request, graded_run):
 
 @pytest.fixture(scope="session")
 def graded_run(request):
-    import background
     import lesson_grading
     from conftest import graded_selection
 

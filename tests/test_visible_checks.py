@@ -8,7 +8,6 @@ README. Every CORRECT entry must pass, except the few a check rightly rejects
 (``VISIBLE_COMPLAINTS``, each with its reason).
 """
 import linecache
-import re
 
 import numpy as np
 import pytest

@@ -13,11 +13,12 @@ __version__ = "0.1.0"
 
 
 def autograding():
-    """True while nbgrader autogrades the notebook (it sets ``NBGRADER_EXECUTION=autograde``).
+    """True while nbgrader runs the notebook to grade it or to validate it (the Validate button):
+    nbgrader sets ``NBGRADER_EXECUTION`` to ``autograde`` or ``validate`` then.
 
-    A few long demonstrations do less work then: only the grader reads their output, and every
-    submission of a class runs them.
+    A few long demonstrations do less work then: nobody reads their output, every submission of
+    a class runs them, and nbgrader stops any cell that runs longer than its timeout (30 s).
     """
     import os
 
-    return os.environ.get("NBGRADER_EXECUTION") == "autograde"
+    return os.environ.get("NBGRADER_EXECUTION") in ("autograde", "validate")

@@ -725,11 +725,32 @@ def check_memory_growth(name, fn, make_inputs, lengths=(512, 1024, 2048), **kwar
     pair. Copies of the inputs and the output grow like T and cancel out of c; a ``(T, T)``
     array of float64 gives c ≈ 8 or more, a boolean one c ≈ 1.
     """
-    from .long_context import peak_memory
-
     T = lengths[0]
     if tuple(lengths) != (T, 2 * T, 4 * T):
         raise ValueError("lengths must be T, 2T and 4T")
+    peaks = _peaks(fn, make_inputs, lengths, kwargs)
+    # tracemalloc sees every thread of the process (a kernel's output thread, a widget): a
+    # growth seen once is measured again, and only the smallest peak per length counts. A (T, T)
+    # array shows up every time.
+    for _ in range(2):
+        if _per_pair(peaks, T) <= 0.25:
+            break
+        peaks = [min(a, b) for a, b in zip(peaks, _peaks(fn, make_inputs, lengths, kwargs))]
+    per_pair = _per_pair(peaks, T)
+    shown = ", ".join(f"{p / 1e6:.2f} MB at T = {t}" for p, t in zip(peaks, lengths))
+    if per_pair > 0.25:
+        kind = ("a (T, T) array of float64 (scores or weights)" if per_pair >= 6 else
+                "a (T, T) boolean array (a mask?)" if per_pair < 2 else "a (T, T) array")
+        raise CheckFailed(f"{name}: the peak memory grows like T², about {per_pair:.1f} bytes per (query, "
+                          f"key) pair ({shown}), which is what {kind} costs. Build only one tile at a time: "
+                          "scores, weights and mask of one block of queries against one block of keys.")
+    print(f"✓ {name}: peak memory {shown}; the part that grows like T² is {max(per_pair, 0.0):.3f} bytes "
+          "per (query, key) pair, so no (T, T) array is built")
+
+
+def _peaks(fn, make_inputs, lengths, kwargs):
+    from .long_context import peak_memory
+
     peaks = []
     for length in lengths:
         inputs = make_inputs(length)
@@ -742,16 +763,11 @@ def check_memory_growth(name, fn, make_inputs, lengths=(512, 1024, 2048), **kwar
             raise _explain_error(exc, fn, named) from None
         peaks.append(peak)
         del inputs
-    per_pair = (2 * peaks[0] - 3 * peaks[1] + peaks[2]) / (6 * T * T)
-    shown = ", ".join(f"{p / 1e6:.2f} MB at T = {t}" for p, t in zip(peaks, lengths))
-    if per_pair > 0.25:
-        kind = ("a (T, T) array of float64 (scores or weights)" if per_pair >= 6 else
-                "a (T, T) boolean array (a mask?)" if per_pair < 2 else "a (T, T) array")
-        raise CheckFailed(f"{name}: the peak memory grows like T², about {per_pair:.1f} bytes per (query, "
-                          f"key) pair ({shown}), which is what {kind} costs. Build only one tile at a time: "
-                          "scores, weights and mask of one block of queries against one block of keys.")
-    print(f"✓ {name}: peak memory {shown}; the part that grows like T² is {max(per_pair, 0.0):.3f} bytes "
-          "per (query, key) pair, so no (T, T) array is built")
+    return peaks
+
+
+def _per_pair(peaks, T):
+    return (2 * peaks[0] - 3 * peaks[1] + peaks[2]) / (6 * T * T)
 
 
 # ---------------------------------------------------------------- gradients (lessons 05 and 07)

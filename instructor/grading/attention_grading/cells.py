@@ -5,6 +5,8 @@ Works on nbformat nodes and on plain JSON dicts alike.
 """
 import re
 
+from nbformat.notebooknode import NotebookNode
+
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 HIDDEN_CHECK = re.compile(r"""check\(\s*["']([A-Za-z_][A-Za-z0-9_]*)["']""")
 
@@ -87,3 +89,43 @@ class CellPlan:
     def exercise_of_checks(self):
         """{grade_id of a test cell: the graded function it follows}."""
         return {self.grade_ids[i]: self.owner.get(i) for i in self.tests}
+
+
+def check_title(cell, function=None):
+    """What a graded cell is, in words a learner reads: a test as its exercise and the first line
+    of its docstring ("softmax: agrees with the reference on hidden, seeded inputs: 1-D to
+    3-D, …"), a written answer as its question ("written answer: self weight")."""
+    import ast
+
+    name = grade_id(cell) or ""
+    if is_written_answer(cell):
+        return "written answer: " + name.removesuffix("_answer").replace("_", " ")
+    try:
+        doc = ast.get_docstring(ast.parse(split_hidden(_source(cell))[0])) or ""
+    except SyntaxError:
+        doc = ""
+    summary = doc.strip().splitlines()[0].rstrip(". ") if doc.strip() else \
+        name.replace("_", " ")
+    if function:
+        summary = summary.removeprefix(function).strip() or summary
+        return f"{function}: {summary}"
+    return summary
+
+
+# ---------------------------------------------------------------- what a cell holds
+
+def error_output(ename, evalue):
+    """An error output with a one-line traceback (the grader's own messages)."""
+    return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+def has_error(cell):
+    """Did the cell raise, or write to stderr?"""
+    return any(o.get("output_type") == "error" or
+               (o.get("output_type") == "stream" and o.get("name") == "stderr")
+               for o in cell.get("outputs", []))
+
+
+def mentions(source, names):
+    """Does ``source`` use any of these names (as whole words)?"""
+    return any(re.search(rf"\b{re.escape(name)}\b", source) for name in names)

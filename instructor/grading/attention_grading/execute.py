@@ -30,37 +30,16 @@ from traitlets import Bool, Dict, Integer
 
 from . import sandbox
 from . import spec as spec_module
-from .cells import CellPlan, grade_id, split_hidden
+from .cells import CellPlan, error_output, grade_id, has_error, mentions, split_hidden
 from .hidden_tests import Conversation, KernelSession, StopTest, decide, plan_calls
 from .kernels import KernelSandboxError, SandboxedKernelManager, SandboxRequest
-from .paths import INSTRUCTOR_DIR
+from .recovery import KernelRecovery
 from .results import CRASHED, NOT_RUN, REFUSED, TIMEOUT, Flag, NotebookNotes, Verdict
-from .sandbox import support
-from .sandbox.account import kernel_account
-from .sandbox.limits import Limits
 
 NOTES_KEY = "attention_grading"
-GRADER_FILES = ("grading-notes.json", "grading-result.json")
 
 
-def error_output(ename, evalue):
-    return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
-
-
-def has_error(cell):
-    return any(o.get("output_type") == "error" or
-               (o.get("output_type") == "stream" and o.get("name") == "stderr")
-               for o in cell.get("outputs", []))
-
-
-def mentions(source, names):
-    """Does ``source`` use any of these names (as whole words)?"""
-    import re
-
-    return any(re.search(rf"\b{re.escape(name)}\b", source) for name in names)
-
-
-class GuardedExecute(Execute):
+class GuardedExecute(KernelRecovery, Execute):
     """nbgrader's Execute, with sandboxed kernels, grader-driven hidden tests and crash recovery."""
 
     notebook_timeout = Integer(600, help="Seconds for the whole notebook; later cells are not run.").tag(config=True)
@@ -99,24 +78,15 @@ class GuardedExecute(Execute):
         return km
 
     def _prepare_sandbox(self, resources):
-        """The scratch folder, a copy of the submission's files and the kernel's sandbox request."""
-        self._scratch = tempfile.mkdtemp(prefix="attention-kernel-")
+        """The kernel's scratch folder and sandbox request; a line describing the sandbox."""
         folder = (resources.get("metadata") or {}).get("path") or os.getcwd()
-        seed = os.path.join(self._scratch, "submission")
-        shutil.copytree(folder, seed, symlinks=True,
-                        ignore=lambda _, names: [n for n in names if n.endswith(".ipynb") or n in GRADER_FILES])
         if not self.sandbox:
             self.log.warning("grading WITHOUT a sandbox (GuardedExecute.sandbox = False): learner code "
                              "runs with the grader's rights")
-            self._sandbox_request = None
+            self._scratch, self._sandbox_request = tempfile.mkdtemp(prefix="attention-kernel-"), None
             return None
-        support.require()
-        account = kernel_account()
-        if account is not None:       # the kernel's account must reach its folder and connection file
-            os.chmod(self._scratch, 0o711)
-        protected = [self._course_root(), str(INSTRUCTOR_DIR), folder]
-        limits = Limits(**{**Limits().as_dict(), **self.sandbox_limits})
-        self._sandbox_request = SandboxRequest(self._scratch, seed, protected, limits, account)
+        self._sandbox_request = SandboxRequest.for_submission(folder, self._course_root(), self.sandbox_limits)
+        self._scratch = self._sandbox_request.scratch
         return self._sandbox_request.describe()
 
     def _course_root(self):
@@ -220,18 +190,6 @@ class GuardedExecute(Execute):
                 self._hang(cell, index, mark=False)
         return cell, resources
 
-    def _crash(self, cell, index):
-        self._crashed.append(index)
-        self._mark_broken(cell.source, index)
-        self._recover(index)
-
-    def _hang(self, cell, index, mark=True):
-        self._hung_once = True
-        self._hung.append(index)
-        if mark:
-            self._mark_broken(cell.source, index)
-        self._recover(index)
-
     # ------------------------------------------------------------------ hidden tests
 
     def _hidden_test_cell(self, cell, resources, index):
@@ -286,59 +244,6 @@ class GuardedExecute(Execute):
         verdict = decide(spec, self._reference, cases, conversation, stopped)
         verdict.seconds = monotonic() - started
         return verdict
-
-    # ------------------------------------------------------------------ crashes and hangs
-
-    def _mark_broken(self, source, index):
-        """Remember the graded functions a cell that crashed or hung was using."""
-        self._crashing |= {name for name in self._plan.solutions if mentions(source, [name])}
-        if self._plan.owner.get(index):
-            self._crashing.add(self._plan.owner[index])
-
-    def _calls_crashed_code(self, cell):
-        """An ungraded cell (a demo, a visible check) that uses a function which crashed or hung.
-
-        Running it would only kill or stall the next kernel too; graded cells and answers always run.
-        """
-        meta = cell.metadata.get("nbgrader", {})
-        if not self._crashing or meta.get("grade") or meta.get("solution") or meta.get("grade_id") == "setup":
-            return False
-        return mentions(cell.source, self._crashing)
-
-    def _responsive(self):
-        """Does the kernel still run code? (It may have swallowed the interrupt and kept looping.)"""
-        saved, self.timeout = self.timeout, 10
-        try:
-            self.wait_for_reply(self.kc.execute("pass", store_history=False))
-            return True
-        except Exception:
-            return False
-        finally:
-            self.timeout = saved
-
-    def _recover(self, upto):
-        """A fresh kernel with the definitions of every earlier non-test cell replayed."""
-        while True:
-            self._restarts += 1
-            if self._restarts > self.max_restarts:
-                self._deadline = 0  # give up: remaining test cells score 0 with a message
-                return
-            run_sync(self.km.restart_kernel)(now=True)
-            self.kc.stop_channels()
-            self.start_new_kernel_client()
-            self.wait_for_reply(self.kc.kernel_info())
-            skip = set(self._crashed) | set(self._hung) | set(self._plan.tests) | set(self._skipped)
-            try:
-                for j in range(upto):
-                    original = self.nb.cells[j]
-                    if original.cell_type != "code" or j in skip:
-                        continue
-                    self.execute_cell(copy.deepcopy(original), j, store_history=True)
-                    self.nb.cells[j] = original  # keep what the first run showed
-                return
-            except Exception:          # it died again, or broke the protocol: skip that cell
-                self.nb.cells[j] = original
-                self._crashed.append(j)
 
     def output(self, outs, msg, display_id, cell_index):
         """Keep at most ``max_outputs`` outputs and ``max_stream_chars`` printed characters per cell."""

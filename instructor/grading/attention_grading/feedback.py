@@ -6,8 +6,12 @@ fail, points and the diagnosis, but not the hidden test code, the reference, or 
 instructor's files live.
 """
 import re
+from pathlib import Path
 
+from nbconvert.exporters import HTMLExporter
 from nbgrader.preprocessors import NbGraderPreprocessor
+
+TEMPLATES = Path(__file__).with_name("templates")
 
 HIDDEN_BLOCK = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*$",
                           re.DOTALL | re.MULTILINE)
@@ -36,3 +40,48 @@ class HideHiddenTests(NbGraderPreprocessor):
                 elif output.get("output_type") == "stream":
                     output["text"] = scrub(output.get("text", ""))
         return cell, resources
+
+
+class LabelGradedCells(NbGraderPreprocessor):
+    """Name each graded cell for the feedback page (``templates/attention_feedback``): a test by
+    its exercise and what it checks (its docstring), a written answer by its question; and mark
+    written answers the instructor has not graded yet, whose points stay out of the score shown.
+
+    Runs after nbgrader's ``GetGrades``, which has put each cell's score and points in its
+    metadata; whether a written answer is graded yet is read from the gradebook.
+    """
+
+    def preprocess(self, nb, resources):
+        from nbgrader.api import Gradebook
+
+        from .cells import CellPlan, check_title, grade_id, is_written_answer
+
+        plan = CellPlan(nb.cells)
+        info = resources["nbgrader"]
+        awaiting_points = 0.0
+        with Gradebook(info["db_url"]) as gb:
+            for index, cell in enumerate(nb.cells):
+                meta = cell.metadata.get("nbgrader", {})
+                if not meta.get("grade"):
+                    continue
+                label, awaiting = check_title(cell, plan.owner.get(index)), False
+                if is_written_answer(cell):
+                    grade = gb.find_grade(grade_id(cell), info["notebook"], info["assignment"], info["student"])
+                    awaiting = grade.manual_score is None and grade.auto_score is None
+                    if awaiting:
+                        awaiting_points += float(grade.max_score or 0)
+                cell.metadata["attention_feedback"] = {"label": label, "awaiting": awaiting}
+        resources["attention_feedback"] = {"awaiting_points": awaiting_points}
+        return nb, resources
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbgrader's feedback HTML exporter with the course's template (``attention_feedback``,
+    which extends nbgrader's own): set as ``GenerateFeedback.exporter_class``, so the formgrader
+    and other exports keep their templates."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.extra_template_basedirs = [str(TEMPLATES), *self.extra_template_basedirs]
+        self.template_name = "attention_feedback"
+        self.template_file = "attention.html.j2"

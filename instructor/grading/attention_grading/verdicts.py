@@ -14,7 +14,8 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from .cells import CellPlan, grade_id
-from .execute import NOTES_KEY, error_output, has_error
+from .cells import error_output, has_error
+from .execute import NOTES_KEY
 from .results import NotebookNotes, Verdict
 
 NOTES_FILE = "grading-notes.json"

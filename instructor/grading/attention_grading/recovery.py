@@ -1,0 +1,78 @@
+"""What ``GuardedExecute`` does when learner code crashes its kernel or hangs: remember which
+graded functions were running, skip the demonstrations that would only crash or hang again, and
+go on in a fresh kernel that has the earlier cells' definitions replayed.
+"""
+import copy
+
+from nbclient.util import run_sync
+
+from .cells import mentions
+
+
+class KernelRecovery:
+    """A mixin for ``GuardedExecute``; it keeps its state on the executor (``_crashed``,
+    ``_hung``, ``_crashing``, ``_restarts``, ...), which ``GuardedExecute.preprocess`` resets
+    for every notebook."""
+
+    def _crash(self, cell, index):
+        self._crashed.append(index)
+        self._mark_broken(cell.source, index)
+        self._recover(index)
+
+    def _hang(self, cell, index, mark=True):
+        self._hung_once = True
+        self._hung.append(index)
+        if mark:
+            self._mark_broken(cell.source, index)
+        self._recover(index)
+
+    def _mark_broken(self, source, index):
+        """Remember the graded functions a cell that crashed or hung was using."""
+        self._crashing |= {name for name in self._plan.solutions if mentions(source, [name])}
+        if self._plan.owner.get(index):
+            self._crashing.add(self._plan.owner[index])
+
+    def _calls_crashed_code(self, cell):
+        """An ungraded cell (a demo, a visible check) that uses a function which crashed or hung.
+
+        Running it would only kill or stall the next kernel too; graded cells and answers always run.
+        """
+        meta = cell.metadata.get("nbgrader", {})
+        if not self._crashing or meta.get("grade") or meta.get("solution") or meta.get("grade_id") == "setup":
+            return False
+        return mentions(cell.source, self._crashing)
+
+    def _responsive(self):
+        """Does the kernel still run code? (It may have swallowed the interrupt and kept looping.)"""
+        saved, self.timeout = self.timeout, 10
+        try:
+            self.wait_for_reply(self.kc.execute("pass", store_history=False))
+            return True
+        except Exception:
+            return False
+        finally:
+            self.timeout = saved
+
+    def _recover(self, upto):
+        """A fresh kernel with the definitions of every earlier non-test cell replayed."""
+        while True:
+            self._restarts += 1
+            if self._restarts > self.max_restarts:
+                self._deadline = 0  # give up: remaining test cells score 0 with a message
+                return
+            run_sync(self.km.restart_kernel)(now=True)
+            self.kc.stop_channels()
+            self.start_new_kernel_client()
+            self.wait_for_reply(self.kc.kernel_info())
+            skip = set(self._crashed) | set(self._hung) | set(self._plan.tests) | set(self._skipped)
+            try:
+                for j in range(upto):
+                    original = self.nb.cells[j]
+                    if original.cell_type != "code" or j in skip:
+                        continue
+                    self.execute_cell(copy.deepcopy(original), j, store_history=True)
+                    self.nb.cells[j] = original  # keep what the first run showed
+                return
+            except Exception:          # it died again, or broke the protocol: skip that cell
+                self.nb.cells[j] = original
+                self._crashed.append(j)
