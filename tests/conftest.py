@@ -125,7 +125,9 @@ def pytest_collection_finish(session):
     if attacks:
         import test_hostile_catalogue
 
-        background.start(session, "hostile", test_hostile_catalogue.grade_with_nbgrader, after="graded")
+        # One notebook at a time: it starts when validation is done, beside the catalogue's four
+        # workers, so that neither ends alone on one core while the other core waits.
+        background.start(session, "hostile", test_hostile_catalogue.grade_with_nbgrader, after="validation")
 
 
 CLOSING_NOTES = pytest.StashKey[list]()

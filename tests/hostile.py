@@ -45,12 +45,14 @@ def {function}(*args, **kwargs):
 
 
 def infinite_loop(nb, function):
-    """The function never returns and swallows the interrupt meant to stop it."""
+    """The function never returns and swallows the interrupt meant to stop it. (It waits rather
+    than computes: the grader's limits are wall-clock time, and the test suite's cores are busy.)"""
     return with_answer(nb, function, f'''
 def {function}(*args, **kwargs):
+    import time
     while True:
         try:
-            sum(range(1000))
+            time.sleep(0.05)
         except BaseException:
             pass
 ''')

@@ -170,7 +170,7 @@ def hostile(request, graded_run):
     """{way: results} of grading every attack with make grade and with nbgrader autograde."""
     return {"make grade": graded_run["_hostile"],
             "nbgrader autograde": background.result(request.session, "hostile", grade_with_nbgrader,
-                                                    after="graded")}
+                                                    after="validation")}
 
 
 @pytest.fixture(scope="session")

@@ -16,9 +16,10 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from attention_grading import kernels
+from attention_grading import zygote_client
 from attention_grading.cells import split_hidden
-from attention_grading.kernels import ForkedProcess, SandboxedKernelManager, SandboxRequest
+from attention_grading.kernels import SandboxedKernelManager, SandboxRequest
+from attention_grading.zygote_client import ForkedProcess
 from conftest import ROOT
 
 
@@ -211,7 +212,7 @@ def test_forked_kernel_is_interrupted_and_killed_as_a_group(tmp_path):
 
 def test_other_kernel_commands_start_cold():
     """Only `python -m ipykernel_launcher` is forked; anything else falls back to a cold start."""
-    assert kernels.zygote_for(["/bin/sh", "-c", "true"]) is None
+    assert zygote_client.zygote_for(["/bin/sh", "-c", "true"]) is None
 
 
 def test_orphaned_forked_kernels_exit_with_their_zygote(tmp_path):
@@ -219,7 +220,7 @@ def test_orphaned_forked_kernels_exit_with_their_zygote(tmp_path):
     async def main():
         km, kc = await _started(ForkingKernelManager, tmp_path)
         pid = km.provisioner.process.pid
-        for z in list(kernels._zygotes.values()):
+        for z in list(zygote_client._zygotes.values()):
             z.process.send_signal(signal.SIGKILL)
         process = km.provisioner.process
         for _ in range(100):
@@ -231,7 +232,7 @@ def test_orphaned_forked_kernels_exit_with_their_zygote(tmp_path):
         if not gone:
             os.kill(pid, signal.SIGKILL)
         await km.shutdown_kernel(now=True)
-        kernels.close_all()
+        zygote_client.close_all()
         return gone
 
     gone = asyncio.run(main())

@@ -219,6 +219,8 @@ class GuardedExecute(KernelRecovery, Execute):
         session = KernelSession(self.kc, self.km)
         started = monotonic()
         timeout = self.hidden_test_timeout or self.timeout or 30
+        if name in self._crashing:      # it already hung or crashed a kernel in this notebook
+            timeout = min(timeout, max(self.timeout_after_hang, 1))
         stopped = None
         try:
             try:

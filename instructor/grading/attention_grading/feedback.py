@@ -85,3 +85,4 @@ class FeedbackExporter(HTMLExporter):
         self.extra_template_basedirs = [str(TEMPLATES), *self.extra_template_basedirs]
         self.template_name = "attention_feedback"
         self.template_file = "attention.html.j2"
+        self.template_paths = self._template_paths()    # computed once, from the old name

@@ -239,9 +239,10 @@ class KernelSession:
                           if content.get("status") != "ok" else "the kernel ended the test early")
                 raise StopTest(REFUSED, conversation.calls_done, detail)
 
-    async def settle(self, km, seconds=5.0):
+    async def settle(self, km, seconds=2.0):
         """After a stop: interrupt the probe and wait for its reply; False if the kernel does not
-        answer (it ignores interrupts, or is gone), so that the caller replaces it."""
+        answer (it ignores interrupts, or is gone), so that the caller replaces it. A kernel that
+        takes the interrupt answers within milliseconds: a longer wait only delays the fresh one."""
         if not await _alive(km):
             return False
         await _maybe_await(km.interrupt_kernel())

@@ -43,8 +43,12 @@ class KernelRecovery:
         return mentions(cell.source, self._crashing)
 
     def _responsive(self):
-        """Does the kernel still run code? (It may have swallowed the interrupt and kept looping.)"""
-        saved, self.timeout = self.timeout, 10
+        """Does the kernel still run code? (It may have swallowed the interrupt and kept looping.)
+
+        A kernel that took the interrupt runs ``pass`` in milliseconds; one still looping would
+        only burn the wait, so the wait is short and a fresh kernel costs little more.
+        """
+        saved, self.timeout = self.timeout, 3
         try:
             self.wait_for_reply(self.kc.execute("pass", store_history=False))
             return True

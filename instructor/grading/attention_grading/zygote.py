@@ -1,6 +1,6 @@
 """A warm parent for grading kernels: imports the heavy libraries once, then forks a kernel per notebook.
 
-Started by ``kernels.Zygote`` as ``python zygote.py <fd>``. Each request (one JSON line on the
+Started by ``zygote_client.Zygote`` as ``python zygote.py <fd>``. Each request (one JSON line on the
 socket ``fd``) names a kernel's arguments, environment and working directory, and the sandbox
 policy it must run under. The zygote forks the kernel into its sandbox (``sandbox.spawn``: PID 1
 of fresh namespaces, limits, no privileges, Landlock, seccomp), where the child becomes
