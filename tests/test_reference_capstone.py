@@ -8,7 +8,9 @@ correct functions (each must differ, or the judge could name a mistake for a rig
 import numpy as np
 import pytest
 
+import attention_reference as R
 from attention_course import capstone as task
+from attention_grading.specs import lesson07_mistakes as mistakes
 from attention_reference import capstone as C
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -116,33 +118,41 @@ def test_task_data_is_well_formed():
     np.testing.assert_array_equal(task.make_data(5, 9)["names"], task.make_data(5, 9)["names"])
 
 
-@pytest.mark.parametrize("mistake", ["no_scale", "scale_by_d", "scale_by_d_model", "softmax_over_columns",
-                                     "mask_after_softmax", "ignores_mask", "upper_mask", "always_causal",
-                                     "names_only", "transposed_weights"])
+@pytest.mark.parametrize("mistake", mistakes.FORWARD)
 def test_each_forward_mistake_differs_from_the_model(mistake):
+    """Each of lesson 07's known forward mistakes changes the reference's result on some case."""
     params, batch = small_model(2)
-    flags = {"causal": False} if mistake == "always_causal" else {}
+    flags = {"causal": False} if mistake == "always_causal" else \
+        {"weighting": "top1"} if mistake == "top1_ignores_mask" else {}
     right = C.model_forward(params, batch, **flags)
-    wrong = C.forward_mistake(mistake, params, batch, **flags)
+    wrong = mistakes.forward(R, mistake, params, batch, **flags)
     assert not all(np.allclose(a, b) for a, b in zip(right, wrong))
 
 
-@pytest.mark.parametrize("mistake", ["sum_not_mean", "no_scale_backward", "dK_transpose", "dQ_transpose",
-                                     "dV_transpose", "embedding_assign", "softmax_backward_no_centre",
-                                     "no_embedding_grad"])
+@pytest.mark.parametrize("mistake", mistakes.BACKWARD)
 def test_each_backward_mistake_differs_from_the_model(mistake):
     params, batch = small_model(3)
     _, right = C.model_backward(params, batch)
-    _, wrong = C.backward_mistake(mistake, params, batch)
+    _, wrong = mistakes.backward(R, mistake, params, batch)
     assert any(not np.allclose(right[k], wrong[k]) for k in C.PARAM_NAMES)
 
 
-@pytest.mark.parametrize("mistake", ["ascent", "no_bias_correction", "no_sqrt", "eps_inside_sqrt",
-                                     "betas_swapped"])
+@pytest.mark.parametrize("mistake", mistakes.ADAM)
 def test_each_adam_mistake_differs_from_adam(mistake):
     rng = np.random.default_rng(5)
     p, g, m = rng.normal(size=(3, 4))
     v = rng.random(4)
     right = C.adam_step(p, g, m, v, 2)
-    wrong = C.adam_mistake(mistake, p, g, m, v, 2)
+    wrong = mistakes.adam(R, mistake, p, g, m, v, 2)
     assert not all(np.allclose(a, b, rtol=1e-12, atol=0) for a, b in zip(right, wrong))
+
+
+def test_without_a_mistake_the_model_is_the_reference():
+    """The mistakes' model with nothing wrong in it (a backward mistake leaves the forward pass
+    right) is exactly the reference's: the mistakes differ from it in nothing else."""
+    params, batch = small_model(4)
+    for flags in ({}, {"causal": False}, {"weighting": "raw"}, {"weighting": "top1"}, {"scale": False}):
+        np.testing.assert_array_equal(mistakes._run_forward(R, None, params, batch, flags.get("causal", True),
+                                                            flags.get("scale", True),
+                                                            flags.get("weighting", "softmax"))[0],
+                                      C.model_forward(params, batch, **flags)[0])

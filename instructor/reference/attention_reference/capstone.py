@@ -15,8 +15,7 @@ The causal mask (``causal=True``) lets position i read positions j <= i. The los
 mean cross-entropy over the positions whose target is >= 0. ``top1`` has no gradient
 through the choice itself: its scores get exactly zero gradient.
 
-The second half of the module reproduces mistakes learners make, so that the judge can
-name them (``forward_mistake``, ``backward_mistake``, ``adam_mistake``).
+The mistakes learners make live with the hidden tests (``attention_grading.specs.lesson07_mistakes``).
 """
 import numpy as np
 
@@ -26,47 +25,25 @@ PARAM_NAMES = ("E_name", "E_attr", "W_Q", "W_K", "W_V", "W_out")
 WEIGHTINGS = ("softmax", "raw", "top1")
 
 
-def _forward(params, batch, causal=True, scale=True, weighting="softmax", mistake=None):
+def _forward(params, batch, causal=True, scale=True, weighting="softmax"):
     if weighting not in WEIGHTINGS:
         raise ValueError(f"weighting must be one of {WEIGHTINGS}, not {weighting!r}")
     p = {k: np.asarray(params[k], dtype=np.float64) for k in PARAM_NAMES}
     names, attrs = np.asarray(batch["names"]), np.asarray(batch["attrs"])
     X = p["E_name"][names] + p["E_attr"][attrs]                    # (B, T, d_model)
-    if mistake == "names_only":
-        X = p["E_name"][names]
     Q, K, V = X @ p["W_Q"], X @ p["W_K"], X @ p["W_V"]             # (B, T, d_k|d_v)
     T, d_k = names.shape[-1], K.shape[-1]
     c = 1.0 / np.sqrt(d_k) if scale else 1.0
-    if mistake == "no_scale":
-        c = 1.0
-    elif mistake == "scale_by_d" and scale:
-        c = 1.0 / d_k
-    elif mistake == "scale_by_d_model" and scale:
-        c = 1.0 / np.sqrt(X.shape[-1])
     S = (Q @ np.swapaxes(K, -1, -2)) * c                           # (B, T, T)
     mask = causal_mask(T) if causal else np.ones((T, T), dtype=bool)
-    if mistake == "ignores_mask":
-        mask = np.ones((T, T), dtype=bool)
-    elif mistake == "always_causal":
-        mask = causal_mask(T)
-    elif mistake == "upper_mask" and causal:
-        mask = np.triu(np.ones((T, T), dtype=bool))
     if weighting == "softmax":
-        if mistake == "softmax_over_columns":
-            A = masked_softmax(np.swapaxes(S, -1, -2), mask.T)
-            A = np.swapaxes(A, -1, -2)
-        elif mistake == "mask_after_softmax":
-            A = masked_softmax(S, True) * mask
-        else:
-            A = masked_softmax(S, mask)
+        A = masked_softmax(S, mask)
     elif weighting == "raw":
         A = np.where(mask, S, 0.0)
     else:
         best = np.argmax(np.where(mask, S, -np.inf), axis=-1)      # (B, T)
         A = (np.arange(T) == best[..., None]).astype(np.float64)   # (B, T, T) one-hot rows
     O = A @ V                                                      # (B, T, d_v)
-    if mistake == "transposed_weights":
-        O = np.swapaxes(A, -1, -2) @ V
     logits = O @ p["W_out"]                                        # (B, T, n_classes)
     cache = dict(p=p, names=names, attrs=attrs, X=X, Q=Q, K=K, V=V, A=A, O=O, c=c, mask=mask)
     return logits, A, cache
@@ -94,36 +71,25 @@ def cross_entropy(logits, targets):
     return float(loss), dlogits
 
 
-def _backward(params, batch, causal=True, scale=True, weighting="softmax", mistake=None):
+def _backward(params, batch, causal=True, scale=True, weighting="softmax"):
     logits, A, cache = _forward(params, batch, causal, scale, weighting)
     p, X, Q, K, V, O = (cache[k] for k in ("p", "X", "Q", "K", "V", "O"))
     loss, dlogits = cross_entropy(logits, batch["targets"])        # (B, T, C)
-    if mistake == "sum_not_mean":
-        dlogits = dlogits * max(int((np.asarray(batch["targets"]) >= 0).sum()), 1)
     d_model, d_v = X.shape[-1], V.shape[-1]
     dW_out = O.reshape(-1, d_v).T @ dlogits.reshape(-1, dlogits.shape[-1])   # (d_v, C)
     dO = dlogits @ p["W_out"].T                                    # (B, T, d_v)
     dV = np.swapaxes(A, -1, -2) @ dO                               # (B, T, d_v)
-    if mistake == "dV_transpose":
-        dV = A @ dO
     dA = dO @ np.swapaxes(V, -1, -2)                               # (B, T, T)
     if weighting == "softmax":
         centre = np.sum(dA * A, axis=-1, keepdims=True)            # (B, T, 1)
-        if mistake == "softmax_backward_no_centre":
-            centre = 0.0
         dS = A * (dA - centre)
     elif weighting == "raw":
         dS = np.where(cache["mask"], dA, 0.0)
     else:
         dS = np.zeros_like(dA)                                     # argmax: no gradient
-    if mistake != "no_scale_backward":
-        dS = dS * cache["c"]                                       # gradient of Q Kᵀ
+    dS = dS * cache["c"]                                           # gradient of Q Kᵀ
     dQ = dS @ K                                                    # (B, T, d_k)
     dK = np.swapaxes(dS, -1, -2) @ Q                               # (B, T, d_k)
-    if mistake == "dK_transpose":
-        dK = dS @ Q
-    elif mistake == "dQ_transpose":
-        dQ = np.swapaxes(dS, -1, -2) @ K
     flat = X.reshape(-1, d_model)
     grads = {
         "W_Q": flat.T @ dQ.reshape(-1, dQ.shape[-1]),
@@ -133,12 +99,8 @@ def _backward(params, batch, causal=True, scale=True, weighting="softmax", mista
     }
     dX = dQ @ p["W_Q"].T + dK @ p["W_K"].T + dV @ p["W_V"].T      # (B, T, d_model)
     dE_name, dE_attr = np.zeros_like(p["E_name"]), np.zeros_like(p["E_attr"])
-    if mistake == "embedding_assign":
-        dE_name[cache["names"]] += dX                              # repeated ids collide
-        dE_attr[cache["attrs"]] += dX
-    elif mistake != "no_embedding_grad":
-        np.add.at(dE_name, cache["names"].reshape(-1), dX.reshape(-1, d_model))
-        np.add.at(dE_attr, cache["attrs"].reshape(-1), dX.reshape(-1, d_model))
+    np.add.at(dE_name, cache["names"].reshape(-1), dX.reshape(-1, d_model))   # repeated ids add up
+    np.add.at(dE_attr, cache["attrs"].reshape(-1), dX.reshape(-1, d_model))
     grads["E_name"], grads["E_attr"] = dE_name, dE_attr
     return loss, {k: grads[k] for k in PARAM_NAMES}
 
@@ -148,29 +110,16 @@ def model_backward(params, batch, causal=True, scale=True, weighting="softmax"):
     return _backward(params, batch, causal, scale, weighting)
 
 
-def _adam(p, g, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8, mistake=None):
-    p, g = np.asarray(p, dtype=np.float64), np.asarray(g, dtype=np.float64)
-    if mistake == "betas_swapped":
-        beta1, beta2 = beta2, beta1
-    m = beta1 * np.asarray(m, dtype=np.float64) + (1 - beta1) * g
-    v = beta2 * np.asarray(v, dtype=np.float64) + (1 - beta2) * (g if mistake == "v_of_g" else g * g)
-    m_hat, v_hat = m / (1 - beta1 ** t), v / (1 - beta2 ** t)
-    if mistake == "no_bias_correction":
-        m_hat, v_hat = m, v
-    if mistake == "no_sqrt":
-        return p - lr * m_hat / (v_hat + eps), m, v
-    if mistake == "eps_inside_sqrt":
-        return p - lr * m_hat / np.sqrt(v_hat + eps), m, v
-    step = lr * m_hat / (np.sqrt(v_hat) + eps)
-    return (p + step if mistake == "ascent" else p - step), m, v
-
-
 def adam_step(p, g, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
     """One Adam update of one parameter array at step ``t`` (counting from 1).
 
     Returns ``(p_new, m_new, v_new)``; the inputs are left unchanged.
     """
-    return _adam(p, g, m, v, t, lr, beta1, beta2, eps)
+    p, g = np.asarray(p, dtype=np.float64), np.asarray(g, dtype=np.float64)
+    m = beta1 * np.asarray(m, dtype=np.float64) + (1 - beta1) * g
+    v = beta2 * np.asarray(v, dtype=np.float64) + (1 - beta2) * g * g
+    m_hat, v_hat = m / (1 - beta1 ** t), v / (1 - beta2 ** t)
+    return p - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
 
 
 def trained_model(seed=11, steps=300):
@@ -180,21 +129,3 @@ def trained_model(seed=11, steps=300):
     params = task.fit(model_backward, adam_step, task.init_params(seed),
                       task.make_data(4096, seed + 1), steps, lr=0.01, batch_size=64, seed=seed)
     return tuple(params[k] for k in PARAM_NAMES)
-
-
-# ---------------------------------------------------------------- known mistakes, for diagnoses
-
-def forward_mistake(mistake, params, batch, causal=True, scale=True, weighting="softmax"):
-    """``model_forward`` with one learner mistake built in (see the ``mistake ==`` branches)."""
-    logits, A, _ = _forward(params, batch, causal, scale, weighting, mistake=mistake)
-    return logits, A
-
-
-def backward_mistake(mistake, params, batch, causal=True, scale=True, weighting="softmax"):
-    """``model_backward`` with one learner mistake built in."""
-    return _backward(params, batch, causal, scale, weighting, mistake=mistake)
-
-
-def adam_mistake(mistake, p, g, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
-    """``adam_step`` with one learner mistake built in."""
-    return _adam(p, g, m, v, t, lr, beta1, beta2, eps, mistake=mistake)

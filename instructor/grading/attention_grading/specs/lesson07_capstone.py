@@ -1,8 +1,9 @@
 """Hidden tests of lesson 07 (capstone): ``model_forward``, ``model_backward``, ``adam_step``,
 and the outcome of training (``trained_model``).
 
-The model is the one the lesson describes (``attention_reference.capstone``). Bugs are built
-by the reference itself (``forward_mistake`` and friends). Two tests go beyond one call per case:
+The model is the one the lesson describes (``attention_reference.capstone``). Its known
+mistakes, from which the bugs below are built, are in ``lesson07_mistakes``. Two tests go
+beyond one call per case:
 
 - ``model_backward``: its (loss, grads dict) is compared as a flat tuple (``flatten_backward``),
   and a gradient check of the learner's own loss (``gradient_check_calls``, judged by
@@ -16,6 +17,7 @@ import numpy as np
 
 from ..judge import compare_arrays, describe
 from ..spec import Bug, Call, Case, Learner, Library, Mismatch, Spec, register, rng
+from . import lesson07_mistakes as mistakes
 
 PARAM_NAMES = ("E_name", "E_attr", "W_Q", "W_K", "W_V", "W_out")
 GRAD_NAMES = tuple("d" + k for k in PARAM_NAMES)
@@ -94,7 +96,7 @@ def _model_cases(seed):
 
 
 def _forward_bug(mistake):
-    return lambda R, params, batch, **flags: _capstone(R).forward_mistake(mistake, params, batch, **flags)
+    return lambda R, params, batch, **flags: mistakes.forward(R, mistake, params, batch, **flags)
 
 
 register(Spec(
@@ -117,6 +119,8 @@ register(Spec(
         Bug("the token vectors use only the name table (E_attr[attrs] is not added)",
             _forward_bug("names_only")),
         Bug("the output is Aᵀ V instead of A V", _forward_bug("transposed_weights")),
+        Bug("the hard top-1 picks the largest score among all keys, masked ones included (take the "
+            "argmax after the mask)", _forward_bug("top1_ignores_mask")),
     ),
 ))
 
@@ -138,7 +142,7 @@ def flatten_backward(result):
 
 
 def _backward_bug(mistake):
-    return lambda R, params, batch, **flags: _capstone(R).backward_mistake(mistake, params, batch, **flags)
+    return lambda R, params, batch, **flags: mistakes.backward(R, mistake, params, batch, **flags)
 
 
 def _compare_backward(R, case, mine):
@@ -274,7 +278,7 @@ def adam_cases():
 
 
 def _adam_bug(mistake):
-    return lambda R, *args, **kwargs: _capstone(R).adam_mistake(mistake, *args, **kwargs)
+    return lambda R, *args, **kwargs: mistakes.adam(R, mistake, *args, **kwargs)
 
 
 register(Spec(
