@@ -11,27 +11,31 @@ ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 LAB_ARGS ?=
 TEST_ARGS ?=
 
-.PHONY: lab test release grade formgrader clean
+.PHONY: lab test system-packages release grade formgrader clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e .
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[instructor]'
 	@touch $@
 
 ## lab: set up the environment and open JupyterLab on the lessons (notebooks/)
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 $(ROOT_FLAG) $(LAB_ARGS)
 
-## test: set up the environment and run every test
-test: $(STAMP)
+## test: Debian's PostgreSQL and Chromium (installed, or named), set up the environment, run every test
+test: system-packages $(STAMP)
 	$(PYTHON) -m pytest $(TEST_ARGS)
+
+## system-packages: install the Debian packages the tests need, or say which and how (before anything else)
+system-packages:
+	@bash .ci/check-system-packages
 
 ## release: regenerate notebooks/ (learners) and solutions/ from source/
 release: $(STAMP)
 	PYTHONPATH=$(abspath instructor/grading) $(PYTHON) -m attention_grading.release
 
-## grade: autograde submitted/, write feedback/ and grades.csv, print a table per student
+## grade: autograde submitted/, write feedback/, grades.csv and grades-by-learner.csv, print a table per student
 grade: $(STAMP)
 	PYTHONPATH=$(abspath instructor/grading) $(PYTHON) -m attention_grading.grade $(GRADE_ARGS)
 
@@ -40,4 +44,4 @@ formgrader: $(STAMP)
 	$(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) $(LAB_ARGS)
 
 clean:
-	rm -rf $(VENV) autograded feedback grades.csv grading-report gradebook.db .exchange
+	rm -rf $(VENV) autograded feedback grades.csv grades-by-learner.csv grading-report gradebook.db .exchange

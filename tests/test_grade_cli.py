@@ -222,3 +222,44 @@ def test_feedback_teaches_without_leaking(graded):
     assert "contextualize agrees with the reference" in carol           # the check's docstring
     assert "not divided by" in carol                                    # the judge's diagnosis
     assert "hidden tests run here" in carol
+
+
+def test_make_grade_prints_no_runtime_warning(graded):
+    """Neither the command nor its workers warn (the class is graded with 2 workers, and one is
+    killed and replaced): nothing imports attention_grading.grade before runpy runs it in a
+    worker (pool.PRELOAD leaves it out)."""
+    _, done, _ = graded
+    out = done.stdout + done.stderr
+    assert "RuntimeWarning" not in out and "found in sys.modules" not in out, out[-3000:]
+
+
+def test_grades_by_learner_is_grades_csv_one_row_per_learner(graded):
+    """grades-by-learner.csv (for a learning-management system): one row per learner, points and
+    percent per lesson, totals; the same numbers as grades.csv; an ungradable lesson's cells empty
+    and the note saying why."""
+    root, _, _ = graded
+    table = rows(root)
+    with open(root / "grades-by-learner.csv", newline="") as fh:
+        reader = csv.DictReader(fh)
+        header, learners = reader.fieldnames, list(reader)
+    assert header == ["student", f"{LESSON} points", f"{LESSON} percent", "total points",
+                      "total max points", "total percent", "note"]
+    assert [r["student"] for r in learners] == sorted({student for student, _ in table}) == \
+        ["alice", "bob", "carol", "dave", "erin", "frank", "gina", "hank"]
+    for learner in learners:
+        row = table[learner["student"], LESSON]
+        score, top = float(row["score"]), float(row["max_score"])
+        if row["status"] == "ungradable":
+            assert learner[f"{LESSON} points"] == learner[f"{LESSON} percent"] == ""
+            assert f"{LESSON} could not be graded" in learner["note"] and row["note"] in learner["note"]
+        else:
+            assert float(learner[f"{LESSON} points"]) == score
+            assert float(learner[f"{LESSON} percent"]) == pytest.approx(100 * score / top, abs=0.005)
+            assert len(learner[f"{LESSON} percent"].partition(".")[2]) <= 2
+            assert learner["note"] == ""
+        total, total_top = float(row["student_total"]), float(row["student_max_total"])
+        assert (float(learner["total points"]), float(learner["total max points"])) == (total, total_top)
+        assert float(learner["total percent"]) == pytest.approx(100 * total / total_top, abs=0.005)
+    by_student = {r["student"]: r for r in learners}
+    assert {"dave", "erin", "frank"} <= {s for s, r in by_student.items() if r[f"{LESSON} points"] == ""}
+    assert float(by_student["alice"][f"{LESSON} percent"]) > float(by_student["carol"][f"{LESSON} percent"]) > 0

@@ -65,12 +65,19 @@ def test_learner_release_folder_has_no_reference_or_hidden_tests():
             assert not [leak for leak in LEAKS if leak in text], path
 
 
-def test_installed_package_has_no_reference_or_hidden_tests(tmp_path):
-    """The wheel a learner installs holds attention_course only."""
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    """The wheel `pip install .` builds from this repository (built once for the tests below)."""
+    folder = tmp_path_factory.mktemp("wheel")
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                           "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True)
+                           "-w", str(folder), str(ROOT)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    (wheel,) = tmp_path.glob("*.whl")
+    (path,) = folder.glob("*.whl")
+    return path
+
+
+def test_installed_package_has_no_reference_or_hidden_tests(wheel):
+    """The wheel a learner installs holds attention_course only."""
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         packages = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
@@ -80,3 +87,31 @@ def test_installed_package_has_no_reference_or_hidden_tests(tmp_path):
                 continue
             text = archive.read(name).decode(errors="replace")
             assert not [leak for leak in LEAKS if leak in text], name
+
+
+LESSON_PACKAGES = {"numpy", "matplotlib", "ipywidgets", "tqdm", "jupyterlab", "notebook", "nbgrader",
+                   "jsonschema"}
+INSTRUCTOR_TOOLS = {"pytest", "nbval", "playwright", "psycopg2-binary", "scipy"}
+
+
+def test_learner_install_brings_the_lessons_packages_and_the_extra_the_tools(wheel):
+    """`pip install .` requires what the lessons need and nothing else; pytest, nbval, Playwright,
+    psycopg2 and scipy come only with `pip install .[instructor]`; each as pinned in pyproject.toml."""
+    import email
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = email.message_from_bytes(archive.read(name))
+    required = [Requirement(line) for line in metadata.get_all("Requires-Dist")]
+    always = {r.name.lower(): str(r.specifier) for r in required if r.marker is None}
+    extra = {r.name.lower(): str(r.specifier) for r in required if str(r.marker) == 'extra == "instructor"'}
+    assert len(always) + len(extra) == len(required), "a requirement under another condition"
+    assert metadata.get_all("Provides-Extra") == ["instructor"]
+    assert set(always) == LESSON_PACKAGES and set(extra) == INSTRUCTOR_TOOLS
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pinned = lambda specs: {r.name.lower(): str(r.specifier) for r in map(Requirement, specs)}  # noqa: E731
+    assert always == pinned(project["dependencies"])
+    assert extra == pinned(project["optional-dependencies"]["instructor"])

@@ -1,4 +1,5 @@
-"""``make grade``: autograde every submission in parallel, write feedback, grades.csv and a report.
+"""``make grade``: autograde every submission in parallel, write feedback, grades.csv (also by
+learner, for a learning-management system) and a report.
 
 Usage: python -m attention_grading.grade [--root DIR] [--workers N] [--lesson ID ...]
                                          [--student ID ...] [--force] [--db-url URL]
@@ -9,8 +10,9 @@ A submission passes through, in order: ``intake`` (what is in ``submitted/``), `
 self-contained grading job per submission, run by ``pool`` workers: stock nbgrader ``Autograde``
 with the course's preprocessors, ``execute`` → ``verdicts`` → ``sanitize``, against a template
 gradebook), ``gradebook`` (the only writer of the course gradebook and of ``autograded/``),
-``output`` (``grades.csv`` and the table) and ``report``. ``submitted/`` is only ever read. The
-exit status is 1 when some submission could not be graded, 0 otherwise.
+``output`` (``grades.csv``, ``grades-by-learner.csv`` and the table) and ``report``.
+``submitted/`` is only ever read. The exit status is 1 when some submission could not be graded,
+0 otherwise.
 """
 import argparse
 import hashlib
@@ -26,7 +28,7 @@ from . import gradebook as books
 from .course import lesson_ids, load_config
 from .intake import Problem, content_hash, scan, submission_files
 from .jobs import FeedbackJob, GradingJob, run_feedback, run_job
-from .output import class_rows, format_table, write_grades
+from .output import class_rows, format_table, write_grades, write_grades_by_learner
 from .pool import LocalPool, run_with_second_attempt
 from .results import UNGRADABLE
 from .sandbox import SandboxUnavailable, support
@@ -207,7 +209,8 @@ def _feedback(run, root, db_url, config, chosen, force, pool):
 
 
 def _write_class_files(run, root, db_url, course_id, all_lessons, report, log, students):
-    """grades.csv for the whole class, the table of what was selected, the report."""
+    """grades.csv and grades-by-learner.csv for the whole class, the table of what was selected,
+    the report."""
     from nbgrader.api import Gradebook
 
     results = {}
@@ -225,6 +228,7 @@ def _write_class_files(run, root, db_url, course_id, all_lessons, report, log, s
              for key, why in run.second_attempts.items()}
     run.rows = write_grades(root / "grades.csv", class_rows(all_lessons, run.students, scores, maxima,
                                                             run.failed, notes))
+    write_grades_by_learner(root / "grades-by-learner.csv", run.rows, all_lessons)
     shown = [r for r in run.rows if r["lesson"] in run.lessons and (not students or r["student"] in students)]
     if shown:
         log("")
@@ -244,7 +248,7 @@ def _print_summary(run, log):
     failed_now = run.failed_in_selection
     log("")
     log(f"graded {len(run.graded)}, skipped {run.skipped}, could not grade {len(failed_now)} "
-        f"in {run.seconds:.1f} s; wrote {run.root / 'grades.csv'}")
+        f"in {run.seconds:.1f} s; wrote {run.root / 'grades.csv'} and grades-by-learner.csv")
     if not run.sandboxed:
         log("WARNING: this run graded WITHOUT a sandbox (--unsandboxed).")
     if run.second_attempts:

@@ -1,9 +1,15 @@
-"""What ``make grade`` writes for people: ``grades.csv`` (the whole class, every run) and the table.
+"""What ``make grade`` writes for people: ``grades.csv`` and ``grades-by-learner.csv`` (the whole
+class, every run) and the table.
 
 ``grades.csv`` has one row per student × lesson: score, maximum, status (graded, needs manual
 grading, ungradable, not submitted), the student's totals, and a note saying why a submission
 could not be graded (or what else happened). A run limited to some students or lessons still
 writes every row of the class, from the gradebook.
+
+``grades-by-learner.csv`` is the same grades shaped for a learning-management system's import:
+one row per student, a points and a percent column per lesson, the totals, and a note. A lesson
+that could not be graded has empty cells (no grade to import, rather than a 0 the learner may not
+deserve) and the note says why; the totals count it as 0, as grades.csv does.
 """
 import csv
 
@@ -45,6 +51,45 @@ def write_grades(path, rows):
         writer.writeheader()
         writer.writerows(rows)
     return rows
+
+
+def learner_fields(lessons):
+    return ["student", *(f"{lesson} {kind}" for lesson in lessons for kind in ("points", "percent")),
+            "total points", "total max points", "total percent", "note"]
+
+
+def _percent(score, top):
+    return round(100 * score / top, 2) if top else ""
+
+
+def learner_rows(rows, lessons):
+    """The rows of grades-by-learner.csv, made from grades.csv's ``rows``."""
+    by = {(r["student"], r["lesson"]): r for r in rows}
+    out = []
+    for student in dict.fromkeys(r["student"] for r in rows):
+        line, notes = {"student": student}, []
+        for lesson in lessons:
+            r = by[student, lesson]
+            if r["status"] == UNGRADABLE:
+                line[f"{lesson} points"] = line[f"{lesson} percent"] = ""
+                notes.append(f"{lesson} could not be graded (counted as 0 in the totals): {r['note']}")
+            else:
+                line[f"{lesson} points"] = r["score"]
+                line[f"{lesson} percent"] = _percent(r["score"], r["max_score"])
+        first = by[student, lessons[0]]
+        line["total points"] = first["student_total"]
+        line["total max points"] = first["student_max_total"]
+        line["total percent"] = _percent(first["student_total"], first["student_max_total"])
+        line["note"] = "; ".join(notes)
+        out.append(line)
+    return out
+
+
+def write_grades_by_learner(path, rows, lessons):
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=learner_fields(lessons))
+        writer.writeheader()
+        writer.writerows(learner_rows(rows, lessons))
 
 
 def format_table(rows, lessons):

@@ -15,6 +15,10 @@ import signal
 import time
 from multiprocessing.connection import wait
 
+# Imported once by the forkserver, whose forks are the workers. Never the command's own module
+# (attention_grading.grade), nor anything that imports it: multiprocessing runs the main module
+# afresh in every worker (as __mp_main__), and runpy warns, once per worker, when a copy of it is
+# already imported ("RuntimeWarning: 'attention_grading.grade' found in sys.modules ...").
 PRELOAD = ["attention_grading.jobs", "nbgrader.converters", "nbgrader.api", "nbgrader.preprocessors"]
 
 
