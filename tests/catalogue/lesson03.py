@@ -155,6 +155,19 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     A = softmax(np.where(visible, np.where(mask, scores, -np.inf), 0.0)) * visible
     return A @ V, A
 ''',
+        # Right numbers, but a row with nothing visible makes NumPy warn: the lesson asks for no warning.
+        "scipy_with_warnings_then_cleanup": '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    import scipy.special
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    if mask is not None:
+        mask = np.asarray(mask, dtype=bool)
+        scores = np.where(mask, scores, -np.inf)
+    A = scipy.special.softmax(scores, axis=-1)      # a row of -inf gives NaN and a warning
+    A = np.nan_to_num(A, nan=0.0)
+    return A @ V, A
+''',
     },
 }
 
@@ -185,15 +198,7 @@ DIAGNOSES = {
         "nan_on_rows_with_nothing_visible": ("may read nothing",),
         "plain_transpose_breaks_batches": (".t reverses",),
         "scales_Q_in_place": ("in place", "argument q"),
-    },
-}
-
-#: CORRECT entries (full marks under the hidden tests) that a visible check rightly complains
-#: about, with the reason: the lesson asks for something the hidden tests do not grade.
-VISIBLE_COMPLAINTS = {
-    "scaled_dot_product_attention": {
-        "scipy_with_warnings_then_cleanup": "it warns on rows with nothing visible, and the lesson asks "
-                                            "for no warning; the hidden tests never judge warnings",
+        "scipy_with_warnings_then_cleanup": ("warn",),
     },
 }
 
@@ -290,18 +295,6 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     A = softmax(scores) * mask.any(axis=-1, keepdims=True)
     A = np.where(mask, A, 0.0)
     return np.einsum("...qk,...kv->...qv", A, V), A
-''',
-        "scipy_with_warnings_then_cleanup": '''
-def scaled_dot_product_attention(Q, K, V, mask=None):
-    import scipy.special
-    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
-    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
-    if mask is not None:
-        mask = np.asarray(mask, dtype=bool)
-        scores = np.where(mask, scores, -np.inf)
-    A = scipy.special.softmax(scores, axis=-1)      # a row of -inf gives NaN and a warning
-    A = np.nan_to_num(A, nan=0.0)
-    return A @ V, A
 ''',
     },
 }

@@ -104,7 +104,7 @@ class GuardedExecute(KernelRecovery, Execute):
     # ------------------------------------------------------------------ the notebook
 
     def preprocess(self, nb, resources=None, km=None):
-        from .hidden import reference
+        from .reference import reference
 
         resources = resources if resources is not None else {}
         self._plan = CellPlan(nb.cells)

@@ -7,8 +7,8 @@ while the test of a function that may call it runs and only once that function's
 over, a callback only for its own test; each within limits on the number of requests and on the
 size of their inputs, so that no submission can make the grader compute something huge.
 
-``run_in_kernel`` speaks to a live kernel over its stdin channel (``KernelSession``);
-``run_locally`` serves the same conversation in-process (the instructor's own kernel, outside
+``KernelSession`` speaks to a live kernel over its stdin channel (``execute.GuardedExecute``
+drives it); ``run_locally`` serves the same conversation in-process (the instructor's own kernel, outside
 grading: ``hidden.check``).
 """
 import asyncio

@@ -131,7 +131,7 @@ register(Spec(
 
 
 def _softmax(z):
-    from ..hidden import reference
+    from ..reference import reference
 
     return reference().softmax(np.asarray(z, dtype=float))
 
@@ -260,4 +260,10 @@ register(Spec(
         Bug("the scores are multiplied by the mask, so a masked score becomes 0 instead of -inf",
             lambda R, *a, **k: _sdpa(R, *a, **k, fill="multiply")),
     ),
+    # The lesson asks for no NaN and no NumPy warning on a row with nothing visible.
+    warnings_fail=lambda label, warning: (
+        f"On {label}, your scaled_dot_product_attention gives the right numbers but makes NumPy "
+        f"warn (\"{warning}\"). A row with nothing visible must come out as zeros without ever "
+        "computing -inf - (-inf) or 0/0 (cleaning the NaN up afterwards, with np.nan_to_num say, "
+        "still warns): guard the max and the division, as the lesson's hint shows."),
 ))

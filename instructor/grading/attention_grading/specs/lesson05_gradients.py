@@ -15,7 +15,7 @@ from ..spec import Bug, Callback, Case, Spec, register, rng
 # ---------------------------------------------------------------- the reference's forward pass
 
 def _reference():
-    from ..hidden import reference
+    from ..reference import reference
 
     return reference()
 
