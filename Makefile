@@ -41,7 +41,7 @@ grade: $(STAMP)
 
 ## formgrader: JupyterLab at the course root, for instructors (Nbgrader menu → Formgrader)
 formgrader: $(STAMP)
-	$(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) $(LAB_ARGS)
+	PYTHONPATH=$(abspath instructor/grading) $(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) $(LAB_ARGS)
 
 clean:
 	rm -rf $(VENV) autograded feedback grades.csv grades-by-learner.csv grading-report gradebook.db .exchange

@@ -45,6 +45,10 @@ c.CourseDirectory.db_url = os.environ.get(
 _exchange = Path(os.environ.get("ATTENTION_EXCHANGE", COURSE_ROOT / ".exchange"))
 _exchange.mkdir(parents=True, exist_ok=True)
 c.Exchange.root = str(_exchange)
+# Submissions private between learners, each credited to the account that wrote it
+# (attention_course/exchange.py; learners' images set the same `submit`).
+c.ExchangeFactory.submit = "attention_course.exchange.PrivateSubmit"
+c.ExchangeFactory.collect = "attention_course.exchange.OwnedCollect"
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"

@@ -11,6 +11,8 @@ from pathlib import Path
 from .course import lesson_ids
 
 IGNORED_NAMES = {".ipynb_checkpoints", "__pycache__", ".DS_Store"}
+# Written by nbgrader itself (`submit`, `collect`) beside the notebook; release_feedback needs the secret.
+NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")
 
 
 @dataclass
@@ -103,7 +105,7 @@ def scan(root, lessons, students=None):
                 continue
             expected = item / f"{lesson}.ipynb"
             others = [p for p in sorted(item.iterdir())
-                      if p != expected and p.name not in IGNORED_NAMES and p.name != "timestamp.txt"]
+                      if p != expected and p.name not in IGNORED_NAMES and p.name not in NBGRADER_FILES]
             other_notebooks = [p for p in others if p.suffix == ".ipynb"]
             for extra in others:
                 if extra in other_notebooks:

@@ -156,7 +156,8 @@ class RemoveHandedInFiles(NbGraderPreprocessor):
     serves that folder from the Jupyter server's own origin, where an HTML file would run with the
     instructor's session. (The kernel had them: ``GuardedExecute`` copies them into its sandbox.)"""
 
-    keep = ("grading-notes.json", "grading-result.json", "timestamp.txt")
+    # The grader's notes, and nbgrader's own files (release_feedback reads the submission's secret).
+    keep = ("grading-notes.json", "grading-result.json", "timestamp.txt", "submission_secret.txt")
 
     def preprocess(self, nb, resources):
         import os
