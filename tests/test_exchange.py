@@ -34,12 +34,18 @@ LEARNERS = ("attention-learner-a", "attention-learner-b")
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 
 
-def _account(name, home):
-    if subprocess.run(["id", "-u", name], capture_output=True).returncode != 0:
-        subprocess.run(["useradd", "--no-create-home", "--home-dir", str(home), "--shell", "/bin/sh", name],
-                       check=True, capture_output=True)
+def _tool(name):
+    """A system tool, found even where /usr/sbin is not on PATH."""
+    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin:/usr/bin:/bin")
+
+
+def _account(name, home, created):
+    if subprocess.run([_tool("id"), "-u", name], capture_output=True).returncode != 0:
+        subprocess.run([_tool("useradd"), "--no-create-home", "--home-dir", str(home), "--shell", "/bin/sh",
+                        name], check=True, capture_output=True)
+        created.append(name)
     else:
-        subprocess.run(["usermod", "--home", str(home), name], check=True, capture_output=True)
+        subprocess.run([_tool("usermod"), "--home", str(home), name], check=True, capture_output=True)
     home.mkdir(parents=True)
     entry = pwd.getpwnam(name)
     os.chown(home, entry.pw_uid, entry.pw_gid)
@@ -50,9 +56,9 @@ def _account(name, home):
 class Learner:
     """One learner's account: runs nbgrader as that account, in its own home."""
 
-    def __init__(self, name, home, exchange):
+    def __init__(self, name, home, exchange, created):
         self.name, self.home = name, home
-        self.entry = _account(name, home)
+        self.entry = _account(name, home, created)
         config = home / ".jupyter" / "nbgrader_config.py"
         config.parent.mkdir()
         config.write_text(f'c = get_config()\nc.CourseDirectory.course_id = "attention"\n'
@@ -65,7 +71,7 @@ class Learner:
         site = sysconfig.get_paths()["purelib"]          # the course environment, read-only to them
         env = {"HOME": str(self.home), "USER": self.name, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
                "PYTHONPATH": os.pathsep.join([site, str(ROOT / "src")])}
-        done = subprocess.run(["setpriv", f"--reuid={self.entry.pw_uid}", f"--regid={self.entry.pw_gid}",
+        done = subprocess.run([_tool("setpriv"), f"--reuid={self.entry.pw_uid}", f"--regid={self.entry.pw_gid}",
                                "--init-groups", "--", *command], cwd=self.home, env=env,
                               capture_output=True, text=True, timeout=600)
         if check and done.returncode != 0:
@@ -81,8 +87,9 @@ class Learner:
 
 @pytest.fixture(scope="module")
 def loop(lesson01_class):
-    if os.geteuid() != 0 or not SYSTEM_PYTHON.exists() or not shutil.which("setpriv"):
-        pytest.skip("the exchange loop needs root (to make the learners' accounts), Debian's python3 and setpriv")
+    if os.geteuid() != 0 or not SYSTEM_PYTHON.exists() or not all(map(_tool, ("setpriv", "useradd", "usermod"))):
+        pytest.skip("the exchange loop needs root (to make the learners' accounts), Debian's python3, "
+                    "setpriv and useradd")
     if f"{sys.version_info.major}.{sys.version_info.minor}" != subprocess.run(
             [str(SYSTEM_PYTHON), "-c", "import sys; print(f'{sys.version_info.major}.{sys.version_info.minor}')"],
             capture_output=True, text=True).stdout.strip():
@@ -90,20 +97,23 @@ def loop(lesson01_class):
     # Not under pytest's own temporary folder: that one is closed to other accounts.
     base = Path(tempfile.mkdtemp(prefix="attention-exchange-loop-"))
     base.chmod(0o755)
+    created = []                # accounts this test made, removed at the end
     try:
-        yield _run_loop(base, lesson01_class)
+        yield _run_loop(base, lesson01_class, created)
     finally:
+        for name in created:
+            subprocess.run([_tool("userdel"), name], capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _run_loop(base, lesson01_class):
+def _run_loop(base, lesson01_class, created):
     exchange = base / "exchange"
     exchange.mkdir()
     exchange.chmod(0o777)       # as nbgrader's documentation sets it up: everyone may create in it
     course = copy_course(base / "course", lessons=[LESSON])
     with open(course / "nbgrader_config.py", "a") as config:
         config.write(f'\nc.Exchange.root = "{exchange}"\n')
-    learners = [Learner(name, base / "home" / name, exchange) for name in LEARNERS]
+    learners = [Learner(name, base / "home" / name, exchange, created) for name in LEARNERS]
     (base / "home").chmod(0o755)
     a, b = learners
     reachable = a.python("import nbgrader, attention_course")
