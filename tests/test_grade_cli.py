@@ -69,6 +69,7 @@ def test_feedback_names_each_check_and_awaits_manual_grading(graded):
 
     import nbformat
     from attention_grading.cells import CellPlan, check_title
+    from markupsafe import escape       # the template escapes names as Jinja does
 
     root, _, _ = graded
     auto, total, _ = lesson_points(root)
@@ -78,10 +79,10 @@ def test_feedback_names_each_check_and_awaits_manual_grading(graded):
     toc = html.split('id="toc"', 1)[1].split("</ol>", 1)[0]
     assert "Test cell" not in toc and "Written response" not in toc
     for index in plan.tests:
-        title = check_title(release.cells[index], plan.owner.get(index))
+        title = str(escape(check_title(release.cells[index], plan.owner.get(index))))
         assert re.search(re.escape(title) + r"</a> \(Score: \d", toc), title
     for index in plan.written:
-        title = check_title(release.cells[index])
+        title = str(escape(check_title(release.cells[index])))
         assert f"{title}</a> (awaiting manual grading" in toc, title
     assert f"(Score: {auto:.1f} / {auto:.1f}; {total - auto:.1f} more awaiting manual grading)" in html
     bob = (root / "feedback" / "bob" / LESSON / f"{LESSON}.html").read_text()   # left the questions blank

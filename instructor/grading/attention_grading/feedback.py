@@ -1,9 +1,15 @@
-"""nbgrader preprocessor for ``generate_feedback``: show verdicts, never the hidden tests.
+"""The feedback learners read (``generate_feedback``): verdicts, never the hidden tests.
 
 Stock nbgrader puts the autograded notebook, hidden test source and full tracebacks
-included, into the feedback. Learners should see each check's name (its docstring), pass or
-fail, points and the diagnosis, but not the hidden test code, the reference, or where the
-instructor's files live.
+included, into the feedback, and lists its checks as anonymous "Test cell" rows with written
+answers nobody has graded yet at 0 points. Learners should see each check's name (its
+docstring), pass or fail, points and the diagnosis, written answers as awaiting manual grading,
+and not the hidden test code, the reference, or where the instructor's files live:
+
+- ``HideHiddenTests``: hidden blocks replaced by a note, errors in test cells reduced to their
+  message, instructor paths scrubbed;
+- ``LabelGradedCells``: each graded cell's name, and which written answers await grading;
+- ``FeedbackExporter``: nbgrader's feedback page, with those names (``templates/attention_feedback``).
 """
 import re
 from pathlib import Path
