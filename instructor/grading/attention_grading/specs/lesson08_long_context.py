@@ -210,4 +210,5 @@ register(Spec(
     bugs=BUGS,
     extra_calls=memory_calls,
     judge_extra=judge_memory,
+    time_factor=3.0,       # the memory calls run the learner's Python loop over 4,096 tiles twice
 ))
