@@ -4,10 +4,12 @@ learner, for a learning-management system) and a report.
 Usage: python -m attention_grading.grade [--root DIR] [--workers N] [--lesson ID ...]
                                          [--student ID ...] [--force] [--db-url URL]
                                          [--job-timeout SECONDS] [--unsandboxed]
+                                         [--scheduler tcp://HOST:8786]
                                          [--no-feedback] [--no-report]
 
 A submission passes through, in order: ``intake`` (what is in ``submitted/``), ``jobs`` (one
-self-contained grading job per submission, run by ``pool`` workers: stock nbgrader ``Autograde``
+self-contained grading job per submission, run by ``pool`` workers, or by a Dask cluster's
+(``cluster``, with ``--scheduler``): stock nbgrader ``Autograde``
 with the course's preprocessors, ``execute`` → ``verdicts`` → ``sanitize``, against a template
 gradebook), ``gradebook`` (the only writer of the course gradebook and of ``autograded/``),
 ``output`` (``grades.csv``, ``grades-by-learner.csv`` and the table) and ``report``.
@@ -28,8 +30,9 @@ from . import gradebook as books
 from .course import lesson_ids, load_config
 from .intake import Problem, content_hash, scan, submission_files
 from .jobs import FeedbackJob, GradingJob, run_feedback, run_job
-from .output import class_rows, format_table, write_grades, write_grades_by_learner
+from .output import class_rows, format_table, print_summary, write_grades, write_grades_by_learner
 from .pool import LocalPool, run_with_second_attempt
+from .cluster import SCHEDULER_VARIABLE, ClusterLost
 from .results import UNGRADABLE
 from .sandbox import SandboxUnavailable, support
 
@@ -53,6 +56,8 @@ class GradeRun:
     seconds: float = 0.0
     unit_seconds: list = field(default_factory=list)
     only_students: list = field(default_factory=list)     # --student filters (empty: everyone)
+    cluster_lost: str = ""                                # why a Dask cluster stopped the run
+    not_graded: list = field(default_factory=list)        # (student, lesson) left for the next run
 
     def selected(self, key):
         student, lesson = key
@@ -96,8 +101,10 @@ def _select(all_lessons, lessons):
 
 
 def grade(root=None, lessons=None, students=None, workers=None, force=False, db_url=None,
-          feedback=True, report=True, job_timeout=JOB_TIMEOUT, unsandboxed=False, log=print):
-    """Grade what is selected; write the class's grades.csv and report; return a ``GradeRun``."""
+          feedback=True, report=True, job_timeout=JOB_TIMEOUT, unsandboxed=False, scheduler=None,
+          log=print):
+    """Grade what is selected; write the class's grades.csv and report; return a ``GradeRun``.
+    ``scheduler``: the address of a Dask scheduler whose workers grade instead of this machine."""
     from nbgrader.api import Gradebook
 
     from .paths import COURSE_ROOT
@@ -127,7 +134,8 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
     run.failed = {(p.student, p.lesson): p.message for p in problems if p.fatal}
 
     scratch = Path(tempfile.mkdtemp(prefix="attention-grade-"))
-    pool = LocalPool(workers or os.cpu_count() or 1, job_timeout)
+    local = LocalPool(workers or os.cpu_count() or 1, job_timeout)    # feedback runs here in any case
+    pool = local
     try:
         books.ensure_assignments(root, config, db_url, lessons, scratch, log)
         stale = books.stored_test_mismatches(root, db_url, course_id, lessons)
@@ -153,7 +161,12 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
                 templates[lesson] = Path(path).read_bytes()
         jobs = [GradingJob(u.student, u.lesson, files[u.student, u.lesson], templates[u.lesson], config,
                            content_hash(files[u.student, u.lesson]), lesson_hash[u.lesson]) for u in todo]
-        log(f"grading {len(jobs)} submission(s) of {len(lessons)} lesson(s) with {pool.workers} worker(s)")
+        if scheduler and jobs:
+            from .cluster import DaskPool
+
+            pool = DaskPool(scheduler, job_timeout, sandboxed=sandboxed, log=log)
+        where = f" on the Dask cluster at {scheduler}" if pool is not local else ""
+        log(f"grading {len(jobs)} submission(s) of {len(lessons)} lesson(s) with {pool.workers} worker(s){where}")
 
         def keep(job, outcome, attempt):
             """Save a job's outcome in the course; None, or why it could not be kept."""
@@ -170,8 +183,13 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
             _record_failure(root, outcome.result)
             return outcome.message or "autograde failed"
 
+        turned_down = {}
         with _progress(len(jobs), "autograde") as bar:
-            turned_down, run.second_attempts = run_with_second_attempt(pool, run_job, jobs, bar, keep)
+            try:
+                turned_down, run.second_attempts = run_with_second_attempt(pool, run_job, jobs, bar, keep)
+            except ClusterLost as exc:
+                run.cluster_lost = str(exc)
+                run.not_graded = [job.key for job in jobs if job.key not in run.graded]
         for (student, lesson), message in turned_down.items():
             run.failed[student, lesson] = message
             problem = Problem(student, lesson, f"submitted/{student}/{lesson}/{lesson}.ipynb",
@@ -179,14 +197,16 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
             problems.append(problem)
             log(str(problem))
         if feedback:
-            _feedback(run, root, db_url, config, chosen, force, pool)
+            _feedback(run, root, db_url, config, chosen, force, local)
     finally:
-        pool.close()
+        if pool is not local:
+            pool.close()
+        local.close()
         shutil.rmtree(scratch, ignore_errors=True)
 
     _write_class_files(run, root, db_url, course_id, all_lessons, report, log, students)
     run.seconds = time.time() - t0
-    _print_summary(run, log)
+    print_summary(run, log)
     return run
 
 
@@ -244,28 +264,6 @@ def _write_class_files(run, root, db_url, course_id, all_lessons, report, log, s
             log(f"[warning] the grading report could not be written: {type(exc).__name__}: {exc}")
 
 
-def _print_summary(run, log):
-    failed_now = run.failed_in_selection
-    log("")
-    log(f"graded {len(run.graded)}, skipped {run.skipped}, could not grade {len(failed_now)} "
-        f"in {run.seconds:.1f} s; wrote {run.root / 'grades.csv'} and grades-by-learner.csv")
-    if not run.sandboxed:
-        log("WARNING: this run graded WITHOUT a sandbox (--unsandboxed).")
-    if run.second_attempts:
-        log(f"\n{len(run.second_attempts)} submission(s) graded on a second attempt "
-            f"(the first one's log is in grading-report/logs/):")
-        for (student, lesson), message in sorted(run.second_attempts.items()):
-            log(f"  {student} / {lesson}: first attempt: {message}")
-    if failed_now:
-        log(f"\n{len(failed_now)} submission(s) could NOT be graded:")
-        for (student, lesson), message in sorted(failed_now.items()):
-            log(f"  {student} / {lesson}: {message}")
-    if run.feedback_failures:
-        log(f"\n{len(run.feedback_failures)} feedback file(s) could not be generated:")
-        for student, lesson, message in run.feedback_failures:
-            log(f"  {student} / {lesson}: {message}")
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=None, help="course folder (default: this course)")
@@ -279,6 +277,9 @@ def main(argv=None):
     parser.add_argument("--unsandboxed", action="store_true",
                         help="grade even where kernels cannot be sandboxed (learner code then runs with "
                              "your rights: only for submissions you trust)")
+    parser.add_argument("--scheduler", default=os.environ.get(SCHEDULER_VARIABLE) or None,
+                        help="grade on the workers of the Dask scheduler at this address, e.g. "
+                             f"tcp://HOST:8786 (default: ${SCHEDULER_VARIABLE}, else this machine)")
     parser.add_argument("--no-feedback", action="store_true", help="skip generate_feedback")
     parser.add_argument("--no-report", action="store_true", help="skip grading-report/")
     args = parser.parse_args(argv)
@@ -288,7 +289,10 @@ def main(argv=None):
     warnings.filterwarnings("ignore", message=".*not in session.*")
     run = grade(args.root, args.lesson, args.student, args.workers, args.force, args.db_url,
                 feedback=not args.no_feedback, report=not args.no_report, job_timeout=args.job_timeout,
-                unsandboxed=args.unsandboxed)
+                unsandboxed=args.unsandboxed, scheduler=args.scheduler)
+    if run.cluster_lost:
+        print(f"exit status 1: the cluster went away: {run.cluster_lost}", file=sys.stderr)
+        return 1
     if run.failed_in_selection or run.feedback_failures:
         print("exit status 1: not everything could be graded (see above).", file=sys.stderr)
         return 1

@@ -118,3 +118,30 @@ def format_table(rows, lessons):
     out += ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in table]
     out.append("(* written answers still need manual grading; -- not submitted; !! could not be graded)")
     return "\n".join(out)
+
+
+def print_summary(run, log):
+    """The end of ``make grade``'s output: counts, then what needs the instructor's attention."""
+    failed_now = run.failed_in_selection
+    log("")
+    log(f"graded {len(run.graded)}, skipped {run.skipped}, could not grade {len(failed_now)} "
+        f"in {run.seconds:.1f} s; wrote {run.root / 'grades.csv'} and grades-by-learner.csv")
+    if not run.sandboxed:
+        log("WARNING: this run graded WITHOUT a sandbox (--unsandboxed).")
+    if run.second_attempts:
+        log(f"\n{len(run.second_attempts)} submission(s) graded on a second attempt "
+            f"(the first one's log is in grading-report/logs/):")
+        for (student, lesson), message in sorted(run.second_attempts.items()):
+            log(f"  {student} / {lesson}: first attempt: {message}")
+    if failed_now:
+        log(f"\n{len(failed_now)} submission(s) could NOT be graded:")
+        for (student, lesson), message in sorted(failed_now.items()):
+            log(f"  {student} / {lesson}: {message}")
+    if run.cluster_lost:
+        log(f"\nSTOPPED: {run.cluster_lost}. What was graded is saved; {len(run.not_graded)} "
+            "submission(s) were not graded: run make grade again once the cluster is back (or "
+            "without --scheduler) to grade them.")
+    if run.feedback_failures:
+        log(f"\n{len(run.feedback_failures)} feedback file(s) could not be generated:")
+        for student, lesson, message in run.feedback_failures:
+            log(f"  {student} / {lesson}: {message}")

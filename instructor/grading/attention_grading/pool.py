@@ -22,6 +22,14 @@ from multiprocessing.connection import wait
 PRELOAD = ["attention_grading.jobs", "nbgrader.converters", "nbgrader.api", "nbgrader.preprocessors"]
 
 
+def serve(fd):
+    """A worker started as a command rather than forked (``python -c`` in a Dask worker, whose
+    daemon process may not fork multiprocessing children): the same loop on inherited ``fd``."""
+    from multiprocessing.connection import Connection
+
+    _worker_main(Connection(fd))
+
+
 def _worker_main(conn):
     """A worker: run ``function(job)`` for each (function, job) received, until told to stop."""
     import logging

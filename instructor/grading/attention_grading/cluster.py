@@ -1,0 +1,182 @@
+"""``DaskPool``: grading jobs on a Dask distributed cluster, with ``LocalPool``'s interface.
+
+``make grade --scheduler tcp://HOST:8786`` (or ``ATTENTION_DASK_SCHEDULER``) hands every
+grading job to the cluster's workers instead of this machine's cores. A job is self-contained
+(``jobs.GradingJob``: the submission, its lesson's template gradebook, the configuration) and its
+outcome comes back whole, so workers share no filesystem with the course and this process stays
+the only writer of the gradebook. What a worker runs is ``cluster_worker`` (sent by value), with
+this course's grader and reference sent once per worker; see there for the worker's side.
+
+Faults: a worker that dies mid-job loses nothing, the scheduler runs its jobs elsewhere (a job
+that keeps killing workers is reported as ungradable, like a grading process that dies locally);
+a worker that cannot sandbox never receives a job (its reason is printed); the scheduler going
+away raises ``ClusterLost``, after the outcomes already received were handed over (and saved).
+"""
+import hashlib
+import pickle
+import time
+import uuid
+from concurrent.futures import CancelledError
+
+from . import cluster_worker
+from .paths import INSTRUCTOR_DIR
+
+SCHEDULER_VARIABLE = "ATTENTION_DASK_SCHEDULER"
+CONNECT_TIMEOUT = 30          # seconds to reach the scheduler
+NO_WORKER_PATIENCE = 120      # seconds jobs may wait with no worker able to grade them
+SHIPPED = (("grading", "attention_grading"), ("reference", "attention_reference"))
+
+
+class ClusterLost(RuntimeError):
+    """The scheduler went away, or no worker able to grade is left."""
+
+
+def grader_files():
+    """{path under instructor/: bytes} of the grader and the reference, as workers need them."""
+    files = {}
+    for parent, package in SHIPPED:
+        base = INSTRUCTOR_DIR / parent
+        for path in sorted((base / package).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                files[str(path.relative_to(INSTRUCTOR_DIR))] = path.read_bytes()
+    return files
+
+
+def _digest(files):
+    h = hashlib.sha256()
+    for name, data in sorted(files.items()):
+        h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return h.hexdigest()
+
+
+class _ByValue:
+    """A function that unpickles anywhere as itself, sent by value: Dask pickles a task graph by
+    reference (the scheduler, too, unpickles it), and none of the cluster has this grader."""
+
+    def __init__(self, function):
+        import cloudpickle
+
+        self.function, self.blob = function, cloudpickle.dumps(function)
+
+    def __call__(self, *args):
+        return self.function(*args)
+
+    def __reduce__(self):
+        import cloudpickle
+
+        return cloudpickle.loads, (self.blob,)
+
+
+class DaskPool:
+    """Jobs on the Dask cluster at ``address``; ``job_timeout``: seconds a job may take."""
+
+    def __init__(self, address, job_timeout=None, sandboxed=True, log=print):
+        import cloudpickle
+        from distributed import Client
+
+        self.address, self.log = address, log
+        try:
+            self.client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            raise SystemExit(f"cannot reach the Dask scheduler at {address}: {exc}. Nothing was graded. "
+                             "Start one (`dask scheduler`) and workers (`dask worker ADDRESS`), or "
+                             "grade here without --scheduler.") from None
+        files = grader_files()
+        self.name = f"attention-grader-{_digest(files)[:16]}"
+        cloudpickle.register_pickle_by_value(cluster_worker)     # workers have no copy of it
+        self.client.register_plugin(cluster_worker.CourseGrader(self.name, files, job_timeout, sandboxed),
+                                    name=self.name)
+        self._task = _ByValue(cluster_worker.grade_remotely)
+        self.workers = self._able_workers(report=True)
+        if not self.workers:
+            self.close()
+            raise SystemExit(f"no worker of the Dask cluster at {address} can grade (see above). "
+                             "Nothing was graded.")
+
+    def _able_workers(self, report=False):
+        """Threads of the workers that took this run's grader and can sandbox; prints the others."""
+        refusals = self.client.run(cluster_worker.status, self.name)
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        able = 0
+        for address, refusal in sorted(refusals.items()):
+            if refusal:
+                if report:
+                    self.log(f"[cluster] worker {address} gets no jobs: {refusal}")
+            else:
+                able += info.get(address, {}).get("nthreads", 1)
+        return able
+
+    def run(self, function, jobs, progress):
+        """Yield ``(job, outcome)`` for every job, as they finish (the interface of LocalPool.run)."""
+        from distributed import as_completed
+        from distributed.client import FutureCancelledError
+
+        futures = {}
+        for job in jobs:
+            key = f"attention-grade-{job.student}-{job.lesson}-{uuid.uuid4().hex[:8]}"
+            future = self.client.submit(self._task, self.name,
+                                        pickle.dumps((function, job)), key=key, pure=False,
+                                        resources={self.name: 1})
+            futures[future] = job
+        finished = as_completed(futures, loop=self.client.loop)
+        quiet_since, idle_since = time.monotonic(), None
+        try:
+            while not finished.is_empty():
+                batch = finished.next_batch(block=False)
+                if not batch:
+                    time.sleep(0.2)
+                    if time.monotonic() - quiet_since > 5:
+                        quiet_since, idle_since = time.monotonic(), self._check_cluster(idle_since)
+                    continue
+                quiet_since, idle_since = time.monotonic(), None
+                for future in batch:
+                    job = futures.pop(future)
+                    outcome = self._outcome(job, future, FutureCancelledError)
+                    progress.update(1)
+                    yield job, outcome
+        finally:
+            for future in futures:
+                future.cancel()
+
+    def _outcome(self, job, future, cancelled):
+        try:
+            kind, value = future.result()
+        except (cancelled, CancelledError):
+            raise ClusterLost(f"the Dask scheduler at {self.address} went away") from None
+        except Exception as exc:          # distributed's KilledWorker, or a task that could not run
+            name = type(exc).__name__
+            if name == "KilledWorker":
+                return job.failure("grading this submission killed every worker that tried it", retry=False)
+            return job.failure(f"the cluster could not run this job: {name}: {exc}"[:300])
+        if kind == "ok":
+            return pickle.loads(value)
+        return job.failure(value, retry=kind != "timeout")
+
+    def _check_cluster(self, idle_since):
+        """While nothing finishes: stop if the scheduler is gone or no worker can grade for long."""
+        if self.client.status not in ("running", "newly-created"):
+            raise ClusterLost(f"the Dask scheduler at {self.address} went away "
+                              f"(the client is {self.client.status})")
+        try:
+            able = self._able_workers()
+        except (OSError, TimeoutError) as exc:
+            raise ClusterLost(f"the Dask scheduler at {self.address} does not answer ({exc})") from None
+        if able:
+            return None
+        idle_since = idle_since or time.monotonic()
+        if time.monotonic() - idle_since > NO_WORKER_PATIENCE:
+            raise ClusterLost(f"no worker of the Dask cluster at {self.address} able to grade has been "
+                              f"there for {NO_WORKER_PATIENCE} s")
+        return idle_since
+
+    def close(self):
+        import logging
+
+        if self.client.status == "running":
+            try:
+                self.client.unregister_worker_plugin(self.name)
+            except Exception:      # workers gone: nothing left to clean
+                pass
+        else:       # the scheduler is gone and ClusterLost said so: no reconnection, no log of it
+            logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
+        self.client.close(timeout=5)

@@ -1,0 +1,163 @@
+"""What runs inside a Dask worker when ``make grade --scheduler`` grades on a cluster.
+
+This module travels by value (cloudpickle) with the run, and imports nothing of the grader: a
+worker needs only the course environment (``pip install '.[instructor]'``), not this repository.
+``CourseGrader``, a worker plugin, brings this run's grader and reference (their files, sent
+once per worker), checks that the worker can sandbox kernels, and only then offers the run's
+resource, so the scheduler never gives a job to a worker that cannot sandbox. Each job runs in a
+grading process of its own (``attention_grading.pool.serve``, started from the files sent, so a
+worker serving several runs never mixes their code) with the same wall-clock limit as locally;
+the worker only passes pickled bytes through and never unpickles a job or a result.
+"""
+import asyncio
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from distributed import WorkerPlugin
+
+logger = logging.getLogger("attention_grading.cluster")
+
+CHILD = "import sys; from attention_grading.pool import serve; serve(int(sys.argv[1]))"
+SANDBOX_CHECK = "import json; from attention_grading.sandbox.support import missing; print(json.dumps(missing()))"
+
+
+class CourseGrader(WorkerPlugin):
+    """The worker plugin of one run.
+
+    ``files``: {relative path: bytes} of ``grading/attention_grading`` and
+    ``reference/attention_reference``; ``name``: the run's plugin and resource name (it names
+    the files' digest, so two runs of the same grader share one copy)."""
+
+    def __init__(self, name, files, job_timeout, sandboxed=True):
+        self.name, self.files, self.job_timeout, self.sandboxed = name, files, job_timeout, sandboxed
+        self.refusal = None
+
+    async def setup(self, worker):
+        self.folder = Path(worker.local_directory) / self.name
+        self.address = worker.address
+        await asyncio.to_thread(self._unpack)
+        grading = str(self.folder / "grading")
+        paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        self.env = {**os.environ, "PYTHONPATH": os.pathsep.join([grading, *paths])}
+        self._idle, self._lock = [], threading.Lock()
+        self.refusal = await asyncio.to_thread(self._sandbox_refusal) if self.sandboxed else None
+        if self.refusal:
+            logger.warning("this worker refuses grading jobs: it cannot sandbox kernels: %s", self.refusal)
+            return
+        await worker.set_resources(**{self.name: worker.state.nthreads})
+
+    def _unpack(self):
+        if (self.folder / ".complete").exists():
+            return
+        partial = self.folder.with_name(self.folder.name + f".{os.getpid()}.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        for relative, data in self.files.items():
+            path = partial / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        (partial / ".complete").write_text("")
+        try:
+            partial.rename(self.folder)
+        except OSError:        # another plugin of the same run got there first
+            shutil.rmtree(partial, ignore_errors=True)
+
+    def _sandbox_refusal(self):
+        """Why kernels cannot be sandboxed on this worker (the grader's own check), or None."""
+        done = subprocess.run([sys.executable, "-c", SANDBOX_CHECK], env=self.env, capture_output=True,
+                              text=True, timeout=120)
+        if done.returncode != 0:
+            return f"the sandbox check failed: {done.stderr.strip().splitlines()[-1:] or done.returncode}"
+        reasons = json.loads(done.stdout.strip().splitlines()[-1])
+        return "; ".join(reasons) or None
+
+    def teardown(self, worker):
+        with self._lock:
+            children, self._idle = self._idle, []
+        for child in children:
+            child.kill()
+
+    # -- jobs ------------------------------------------------------------------------------------
+
+    def grade(self, payload):
+        """("ok", pickled outcome) or (kind, message) with kind "died" or "timeout"."""
+        with self._lock:
+            child = self._idle.pop() if self._idle else None
+        if child is None:
+            child = _GradingProcess(self.env, str(self.folder))
+        try:
+            reply = child.run(payload, self.job_timeout)
+        except TimeoutError:
+            child.kill()
+            return "timeout", (f"grading took longer than {self.job_timeout:g} s: its grading process "
+                               f"on worker {self.address} was stopped")
+        except (EOFError, OSError):
+            child.kill()
+            return "died", f"the grading process on worker {self.address} died while grading this submission"
+        with self._lock:
+            self._idle.append(child)
+        return "ok", reply
+
+
+class _GradingProcess:
+    """One grading process (``pool.serve``) in its own process group, fed over a socket."""
+
+    def __init__(self, env, cwd):
+        ours, theirs = socket.socketpair()
+        self.process = subprocess.Popen([sys.executable, "-c", CHILD, str(theirs.fileno())],
+                                        pass_fds=[theirs.fileno()], env=env, cwd=cwd,
+                                        stdin=subprocess.DEVNULL)
+        theirs.close()
+        self.conn = Connection(ours.detach())
+
+    def run(self, payload, timeout):
+        self.conn.send_bytes(payload)
+        deadline = time.monotonic() + timeout if timeout else None
+        while not self.conn.poll(1.0):
+            if self.process.poll() is not None:
+                raise EOFError
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError
+        return self.conn.recv_bytes()
+
+    def kill(self):
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)     # the process, its zygote and kernels
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.process.kill()
+        except OSError:
+            pass
+        self.process.wait(10)
+        self.conn.close()
+
+
+def grade_remotely(plugin_name, payload):
+    """The task of one job on a worker: (kind, value) as ``CourseGrader.grade``, or ("refused", why)."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    plugin = worker.plugins.get(plugin_name)
+    if plugin is None:
+        return "refused", f"worker {worker.address} has not got this run's grader"
+    if plugin.refusal:
+        return "refused", f"worker {worker.address} cannot sandbox kernels: {plugin.refusal}"
+    return plugin.grade(payload)
+
+
+def status(plugin_name, dask_worker=None):
+    """For ``Client.run``: this worker's refusal (why it cannot grade), or None when it can."""
+    plugin = dask_worker.plugins.get(plugin_name)
+    if plugin is None:
+        return "the course's grader did not install on this worker"
+    return plugin.refusal
