@@ -8,22 +8,17 @@ class of conftest.lesson01_class). On the way, the exchange's privacy: a learner
 inbound folder, nor read, change or remove another learner's submission, and a submission written
 under another learner's name counts as its writer's.
 
-The learners run Debian's own Python (root's Python lives in root's home, closed to them) with the
-course environment's packages on their path: the same packages, readable by every account.
+The learners' accounts and their Python: ``accounts``.
 """
 import json
-import os
-import pwd
 import shutil
-import subprocess
-import sys
-import sysconfig
 import tempfile
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from accounts import Learner, remove_accounts, skip_unless_accounts_possible
 from conftest import ROOT, copy_course, nbgrader
 from grading_helpers import LESSON, grade_table, lesson_points, run_grade
 from notebook_tools import solved
@@ -31,69 +26,11 @@ from notebook_tools import solved
 pytestmark = pytest.mark.nbgrader
 
 LEARNERS = ("attention-learner-a", "attention-learner-b")
-SYSTEM_PYTHON = Path("/usr/bin/python3")
-
-
-def _tool(name):
-    """A system tool, found even where /usr/sbin is not on PATH."""
-    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin:/usr/bin:/bin")
-
-
-def _account(name, home, created):
-    if subprocess.run([_tool("id"), "-u", name], capture_output=True).returncode != 0:
-        subprocess.run([_tool("useradd"), "--no-create-home", "--home-dir", str(home), "--shell", "/bin/sh",
-                        name], check=True, capture_output=True)
-        created.append(name)
-    else:
-        subprocess.run([_tool("usermod"), "--home", str(home), name], check=True, capture_output=True)
-    home.mkdir(parents=True)
-    entry = pwd.getpwnam(name)
-    os.chown(home, entry.pw_uid, entry.pw_gid)
-    home.chmod(0o700)
-    return entry
-
-
-class Learner:
-    """One learner's account: runs nbgrader as that account, in its own home."""
-
-    def __init__(self, name, home, exchange, created):
-        self.name, self.home = name, home
-        self.entry = _account(name, home, created)
-        config = home / ".jupyter" / "nbgrader_config.py"
-        config.parent.mkdir()
-        config.write_text(f'c = get_config()\nc.CourseDirectory.course_id = "attention"\n'
-                          f'c.Exchange.root = "{exchange}"\n'
-                          'c.ExchangeFactory.submit = "attention_course.exchange.PrivateSubmit"\n')
-        for path in (config.parent, config):
-            os.chown(path, self.entry.pw_uid, self.entry.pw_gid)
-
-    def run(self, *command, check=True):
-        site = sysconfig.get_paths()["purelib"]          # the course environment, read-only to them
-        env = {"HOME": str(self.home), "USER": self.name, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-               "PYTHONPATH": os.pathsep.join([site, str(ROOT / "src")])}
-        done = subprocess.run([_tool("setpriv"), f"--reuid={self.entry.pw_uid}", f"--regid={self.entry.pw_gid}",
-                               "--init-groups", "--", *command], cwd=self.home, env=env,
-                              capture_output=True, text=True, timeout=600)
-        if check and done.returncode != 0:
-            raise AssertionError(f"{self.name}: {' '.join(command)} failed:\n{done.stdout}\n{done.stderr}")
-        return done
-
-    def nbgrader(self, *args, check=True):
-        return self.run(str(SYSTEM_PYTHON), "-m", "nbgrader", *args, check=check)
-
-    def python(self, code):
-        return self.run(str(SYSTEM_PYTHON), "-c", code, check=False)
 
 
 @pytest.fixture(scope="module")
 def loop(lesson01_class):
-    if os.geteuid() != 0 or not SYSTEM_PYTHON.exists() or not all(map(_tool, ("setpriv", "useradd", "usermod"))):
-        pytest.skip("the exchange loop needs root (to make the learners' accounts), Debian's python3, "
-                    "setpriv and useradd")
-    if f"{sys.version_info.major}.{sys.version_info.minor}" != subprocess.run(
-            [str(SYSTEM_PYTHON), "-c", "import sys; print(f'{sys.version_info.major}.{sys.version_info.minor}')"],
-            capture_output=True, text=True).stdout.strip():
-        pytest.skip("Debian's python3 is not the course environment's Python version")
+    skip_unless_accounts_possible()
     # Not under pytest's own temporary folder: that one is closed to other accounts.
     base = Path(tempfile.mkdtemp(prefix="attention-exchange-loop-"))
     base.chmod(0o755)
@@ -101,8 +38,7 @@ def loop(lesson01_class):
     try:
         yield _run_loop(base, lesson01_class, created)
     finally:
-        for name in created:
-            subprocess.run([_tool("userdel"), name], capture_output=True)
+        remove_accounts(created)
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -116,9 +52,7 @@ def _run_loop(base, lesson01_class, created):
     learners = [Learner(name, base / "home" / name, exchange, created) for name in LEARNERS]
     (base / "home").chmod(0o755)
     a, b = learners
-    reachable = a.python("import nbgrader, attention_course")
-    if reachable.returncode != 0:
-        pytest.skip(f"the course environment is not readable by other accounts here: {reachable.stderr[-300:]}")
+    a.skip_unless_environment_readable()
     out = {"a": a, "b": b, "course": course, "exchange": exchange, "class": lesson01_class}
 
     nbgrader(course, "generate_assignment", LESSON, "--force")

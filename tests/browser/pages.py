@@ -121,10 +121,11 @@ def artifact_name(request):
 
 
 @contextlib.contextmanager
-def open_tab(context, lab, request, artifacts):
-    """A new tab in ``context`` for the test of ``request``; on the way out a screenshot if the
-    test failed, its console in ``<name>-console.txt``, the tab closed, its kernels shut down."""
-    name = artifact_name(request)
+def open_tab(context, lab, request, artifacts, name=None):
+    """A new tab in ``context`` for the test of ``request`` (artifacts named ``name``, by default
+    the test's); on the way out a screenshot if the test failed, its console in
+    ``<name>-console.txt``, the tab closed, its kernels shut down."""
+    name = name or artifact_name(request)
     failed_before = request.session.testsfailed
     page = context.new_page()
     tab = Tab(page, lab, name, artifacts)

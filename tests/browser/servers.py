@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from accounts import SYSTEM_PYTHON
 from conftest import ROOT, course_env
 
 JUPYTER = Path(sys.executable).parent / "jupyter"
@@ -30,18 +31,26 @@ def free_port():
         return s.getsockname()[1]
 
 
-def lab_env(home):
-    """The course environment plus private Jupyter folders under ``home``."""
-    env = course_env()
-    for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
-                     ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
-                     ("JUPYTERLAB_SETTINGS_DIR", "settings"), ("IPYTHONDIR", "ipython")):
-        (home / sub).mkdir(parents=True, exist_ok=True)
-        env[var] = str(home / sub)
+def private_folders(home, config=None):
+    """Private Jupyter folders under ``home`` (the config folder at ``config`` if given), with
+    ``LAB_SETTINGS``: {variable: folder}."""
+    folders = {}
+    for var, folder in (("JUPYTER_CONFIG_DIR", config or home / "config"), ("JUPYTER_RUNTIME_DIR", home / "runtime"),
+                        ("JUPYTERLAB_WORKSPACES_DIR", home / "workspaces"),
+                        ("JUPYTERLAB_SETTINGS_DIR", home / "settings"), ("IPYTHONDIR", home / "ipython")):
+        folder.mkdir(parents=True, exist_ok=True)
+        folders[var] = str(folder)
     for name, value in LAB_SETTINGS.items():
         path = home / "settings" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(value))
+    return folders
+
+
+def lab_env(home):
+    """The course environment plus private Jupyter folders under ``home``."""
+    env = course_env()
+    env.update(private_folders(home))
     env.pop("JUPYTER_TOKEN", None)
     env.pop("BROWSER", None)
     return env
@@ -141,6 +150,27 @@ def start_course_lab(course, home, log_path):
     command = [str(JUPYTER), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
                f"--ServerApp.token={token}", f"--ServerApp.root_dir={course}", *root_flag()]
     return Lab(command, course, lab_env(home), port, token, log_path, home / "runtime")
+
+
+def start_lab_as(learner, log_path):
+    """JupyterLab as the account of ``learner`` (``accounts.Learner``) in its home, with Debian's
+    Python and the course environment's packages (``Learner.env``); started, not awaited."""
+    # Hidden from its file browser; the config folder is where its nbgrader_config.py is.
+    folders = private_folders(learner.home / ".lab", config=learner.home / ".jupyter")
+    for path in [learner.home, *learner.home.rglob("*")]:
+        learner.chown(path)
+    # sys.prefix is /usr for Debian's Python: without JUPYTER_PATH no nbgrader lab extension
+    # (no Nbgrader menu), without JUPYTER_CONFIG_PATH no nbgrader server extensions (its
+    # etc/jupyter enables them). JupyterLab 4.6 finds its assets beside its package anyway;
+    # JUPYTERLAB_DIR says it outright.
+    prefix = Path(sys.prefix)
+    env = {**learner.env(), **folders, "JUPYTERLAB_DIR": str(prefix / "share" / "jupyter" / "lab"),
+           "JUPYTER_PATH": str(prefix / "share" / "jupyter"), "JUPYTER_CONFIG_PATH": str(prefix / "etc" / "jupyter")}
+    port, token = free_port(), secrets.token_hex(24)
+    command = learner.command(str(SYSTEM_PYTHON), "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
+                              f"--port={port}", f"--ServerApp.token={token}",
+                              f"--ServerApp.root_dir={learner.home}")
+    return Lab(command, learner.home, env, port, token, log_path, folders["JUPYTER_RUNTIME_DIR"])
 
 
 def make_lab_env(home):
