@@ -35,7 +35,7 @@ system-packages:
 release: $(STAMP)
 	PYTHONPATH=$(abspath instructor/grading) $(PYTHON) -m attention_grading.release
 
-## grade: autograde submitted/, write feedback/, grades.csv and grades-by-learner.csv, print a table per student
+## grade: autograde submitted/ (here, or on a Dask cluster: GRADE_ARGS="--scheduler tcp://HOST:8786"), write feedback/, grades.csv and grades-by-learner.csv, print a table per student
 grade: $(STAMP)
 	PYTHONPATH=$(abspath instructor/grading) $(PYTHON) -m attention_grading.grade $(GRADE_ARGS)
 

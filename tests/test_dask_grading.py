@@ -52,7 +52,7 @@ def _write_more_lessons(root):
 def _grade_on_cluster(root, cluster, *args, env=None):
     """``make grade`` in the background, its output in files; (process, stdout path, stderr path)."""
     out, err = root / "grade.stdout", root / "grade.stderr"
-    command = [sys.executable, "-m", "attention_grading.grade", "--root", str(root), "--no-report", *args]
+    command = [sys.executable, "-m", "attention_grading.grade", "--root", str(root), *args]
     process = subprocess.Popen(command, cwd=root, env=env_for(root, **(env or {})),
                                stdout=open(out, "w"), stderr=open(err, "w"))
     return process, out, err
@@ -133,9 +133,14 @@ def cluster_run(lesson01_class, tmp_path_factory):
         out["tables"] = {lesson: grade_table(f"sqlite:///{root / 'gradebook.db'}", lesson)
                          for lesson in (LESSON_01, *MORE_LESSONS)}
 
-        # A second run through the environment variable; the scheduler dies after its first result.
+        # Again, nothing changed: everything is skipped.
+        process, stdout, _ = _grade_on_cluster(root, cluster, "--scheduler", cluster.address, "--no-report")
+        process.wait(300)
+        out["again"] = (process.returncode, stdout.read_text())
+
+        # A run through the environment variable; the scheduler dies after its first result.
         process, stdout, stderr = _grade_on_cluster(
-            root, cluster, "--force", "--lesson", LESSON_01, "--no-feedback",
+            root, cluster, "--force", "--lesson", LESSON_01, "--no-feedback", "--no-report",
             env={"ATTENTION_DASK_SCHEDULER": cluster.address})
         wait_until(lambda: re.search(r"\|\s*[1-9]\d*/\d+ ", stderr.read_text()) or process.poll() is not None,
                    300, "the second run graded nothing")
@@ -165,8 +170,15 @@ def test_the_cluster_gives_exactly_the_scores_of_this_machine(cluster_run):
 
 
 def test_grading_on_the_cluster_writes_grades_feedback_and_shows_progress(cluster_run):
-    """grades.csv has one row per learner and lesson, feedback exists, the bar showed an ETA."""
+    """grades.csv has one row per learner and lesson, feedback and the report exist, the bar
+    showed an ETA, the table was printed; a second run skips everything graded."""
     root = cluster_run["root"]
+    stdout = cluster_run["run"][1]
+    assert re.search(r"^student\s+01_context_vectors\s+02_queries_keys_values\s+total$", stdout, re.M), stdout
+    assert (root / "grading-report" / "summary.md").is_file()
+    _, again = cluster_run["again"]
+    assert "8 submission(s) already graded and unchanged: skipped" in again, again[-2000:]
+    assert "graded 0, skipped 8, could not grade 3" in again, again[-2000:]
     rows = (root / "grades.csv").read_text().splitlines()[1:]
     keys = [tuple(r.split(",")[:2]) for r in rows]
     assert len(keys) == len(set(keys)), "a submission appears twice in grades.csv"

@@ -94,17 +94,17 @@ class DaskPool:
                              "Nothing was graded.")
 
     def _able_workers(self, report=False):
-        """Threads of the workers that took this run's grader and can sandbox; prints the others."""
-        refusals = self.client.run(cluster_worker.status, self.name)
-        info = self.client.scheduler_info(n_workers=-1)["workers"]
-        able = 0
-        for address, refusal in sorted(refusals.items()):
-            if refusal:
-                if report:
+        """Threads of the workers that took this run's grader and can sandbox (they offer its
+        resource); with ``report``, asks every worker and prints the others with their reason."""
+        if report:
+            for address, refusal in sorted(self.client.run(cluster_worker.status, self.name,
+                                                           on_error="return").items()):
+                if isinstance(refusal, BaseException):
+                    refusal = f"it did not answer ({type(refusal).__name__}: {refusal})"
+                if refusal:
                     self.log(f"[cluster] worker {address} gets no jobs: {refusal}")
-            else:
-                able += info.get(address, {}).get("nthreads", 1)
-        return able
+        workers = self.client.scheduler_info(n_workers=-1)["workers"].values()
+        return sum(w.get("nthreads", 1) for w in workers if w.get("resources", {}).get(self.name))
 
     def run(self, function, jobs, progress):
         """Yield ``(job, outcome)`` for every job, as they finish (the interface of LocalPool.run)."""

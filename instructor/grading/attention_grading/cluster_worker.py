@@ -28,7 +28,9 @@ from distributed import WorkerPlugin
 logger = logging.getLogger("attention_grading.cluster")
 
 CHILD = "import sys; from attention_grading.pool import serve; serve(int(sys.argv[1]))"
-SANDBOX_CHECK = "import json; from attention_grading.sandbox.support import missing; print(json.dumps(missing()))"
+# What grading needs (the course environment) is importable, and kernels can be sandboxed.
+SANDBOX_CHECK = ("import json, nbgrader, attention_course; from attention_grading.sandbox.support import missing; "
+                 "print(json.dumps(missing()))")
 
 
 class CourseGrader(WorkerPlugin):
@@ -45,12 +47,15 @@ class CourseGrader(WorkerPlugin):
     async def setup(self, worker):
         self.folder = Path(worker.local_directory) / self.name
         self.address = worker.address
-        await asyncio.to_thread(self._unpack)
+        self._idle, self._lock = [], threading.Lock()
         grading = str(self.folder / "grading")
         paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         self.env = {**os.environ, "PYTHONPATH": os.pathsep.join([grading, *paths])}
-        self._idle, self._lock = [], threading.Lock()
-        self.refusal = await asyncio.to_thread(self._sandbox_refusal) if self.sandboxed else None
+        try:
+            await asyncio.to_thread(self._unpack)
+            self.refusal = await asyncio.to_thread(self._sandbox_refusal) if self.sandboxed else None
+        except Exception as exc:       # a full disk, a missing package: this worker cannot grade
+            self.refusal = f"the grader could not be set up here: {type(exc).__name__}: {exc}"
         if self.refusal:
             logger.warning("this worker refuses grading jobs: it cannot sandbox kernels: %s", self.refusal)
             return
@@ -76,7 +81,8 @@ class CourseGrader(WorkerPlugin):
         done = subprocess.run([sys.executable, "-c", SANDBOX_CHECK], env=self.env, capture_output=True,
                               text=True, timeout=120)
         if done.returncode != 0:
-            return f"the sandbox check failed: {done.stderr.strip().splitlines()[-1:] or done.returncode}"
+            last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            return f"the course environment or the sandbox check failed here: {last}"
         reasons = json.loads(done.stdout.strip().splitlines()[-1])
         return "; ".join(reasons) or None
 
