@@ -24,6 +24,7 @@ from .paths import INSTRUCTOR_DIR
 SCHEDULER_VARIABLE = "ATTENTION_DASK_SCHEDULER"
 CONNECT_TIMEOUT = 30          # seconds to reach the scheduler
 NO_WORKER_PATIENCE = 120      # seconds jobs may wait with no worker able to grade them
+IN_FLIGHT_PER_THREAD, IN_FLIGHT_MINIMUM = 2, 8     # jobs on the cluster at once: per able thread, at least
 SHIPPED = (("grading", "attention_grading"), ("reference", "attention_reference"))
 
 
@@ -107,31 +108,41 @@ class DaskPool:
         return sum(w.get("nthreads", 1) for w in workers if w.get("resources", {}).get(self.name))
 
     def run(self, function, jobs, progress):
-        """Yield ``(job, outcome)`` for every job, as they finish (the interface of LocalPool.run)."""
+        """Yield ``(job, outcome)`` for every job, as they finish (the interface of LocalPool.run).
+
+        At most ``IN_FLIGHT_PER_THREAD`` jobs per able worker thread are on the cluster at a time:
+        a job holds a submission and a gradebook, and a class may have tens of thousands."""
         from distributed import as_completed
         from distributed.client import FutureCancelledError
 
-        futures = {}
-        for job in jobs:
-            key = f"attention-grade-{job.student}-{job.lesson}-{uuid.uuid4().hex[:8]}"
-            future = self.client.submit(self._task, self.name,
-                                        pickle.dumps((function, job)), key=key, pure=False,
-                                        resources={self.name: 1})
-            futures[future] = job
-        finished = as_completed(futures, loop=self.client.loop)
+        waiting, futures = list(reversed(jobs)), {}
+        finished = as_completed(loop=self.client.loop)
+
+        def top_up():
+            while waiting and len(futures) < max(IN_FLIGHT_MINIMUM, IN_FLIGHT_PER_THREAD * self.workers):
+                job = waiting.pop()
+                key = f"attention-grade-{job.student}-{job.lesson}-{uuid.uuid4().hex[:8]}"
+                future = self.client.submit(self._task, self.name, pickle.dumps((function, job)), key=key,
+                                            pure=False, resources={self.name: 1})
+                futures[future] = job
+                finished.add(future)
+
+        top_up()
         quiet_since, idle_since = time.monotonic(), None
         try:
-            while not finished.is_empty():
+            while futures:
                 batch = finished.next_batch(block=False)
                 if not batch:
                     time.sleep(0.2)
                     if time.monotonic() - quiet_since > 5:
                         quiet_since, idle_since = time.monotonic(), self._check_cluster(idle_since)
+                        top_up()          # workers may have joined
                     continue
                 quiet_since, idle_since = time.monotonic(), None
                 for future in batch:
                     job = futures.pop(future)
                     outcome = self._outcome(job, future, FutureCancelledError)
+                    top_up()
                     progress.update(1)
                     yield job, outcome
         finally:
@@ -162,6 +173,7 @@ class DaskPool:
         except (OSError, TimeoutError) as exc:
             raise ClusterLost(f"the Dask scheduler at {self.address} does not answer ({exc})") from None
         if able:
+            self.workers = able
             return None
         idle_since = idle_since or time.monotonic()
         if time.monotonic() - idle_since > NO_WORKER_PATIENCE:
