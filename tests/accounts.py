@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, copy_course
 
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 
@@ -47,6 +47,17 @@ def account(name, home, created):
     os.chown(home, entry.pw_uid, entry.pw_gid)
     home.chmod(0o700)
     return entry
+
+
+def course_with_exchange(base, lesson):
+    """(exchange folder, course copy of ``lesson`` whose config points at it) under ``base``."""
+    exchange = base / "exchange"
+    exchange.mkdir()
+    exchange.chmod(0o777)       # as nbgrader's documentation sets it up: everyone may create in it
+    course = copy_course(base / "course", lessons=[lesson])
+    with open(course / "nbgrader_config.py", "a") as config:
+        config.write(f'\nc.Exchange.root = "{exchange}"\n')
+    return exchange, course
 
 
 def remove_accounts(created):

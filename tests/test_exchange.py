@@ -18,8 +18,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from accounts import Learner, remove_accounts, skip_unless_accounts_possible
-from conftest import ROOT, copy_course, nbgrader
+from accounts import Learner, course_with_exchange, remove_accounts, skip_unless_accounts_possible
+from conftest import ROOT, nbgrader
 from grading_helpers import LESSON, grade_table, lesson_points, run_grade
 from notebook_tools import solved
 
@@ -43,12 +43,7 @@ def loop(lesson01_class):
 
 
 def _run_loop(base, lesson01_class, created):
-    exchange = base / "exchange"
-    exchange.mkdir()
-    exchange.chmod(0o777)       # as nbgrader's documentation sets it up: everyone may create in it
-    course = copy_course(base / "course", lessons=[LESSON])
-    with open(course / "nbgrader_config.py", "a") as config:
-        config.write(f'\nc.Exchange.root = "{exchange}"\n')
+    exchange, course = course_with_exchange(base, LESSON)
     learners = [Learner(name, base / "home" / name, exchange, created) for name in LEARNERS]
     (base / "home").chmod(0o755)
     a, b = learners

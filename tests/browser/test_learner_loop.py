@@ -18,8 +18,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from accounts import Learner, remove_accounts, skip_unless_accounts_possible
-from conftest import ROOT, copy_course, nbgrader
+from accounts import Learner, course_with_exchange, remove_accounts, skip_unless_accounts_possible
+from conftest import ROOT, nbgrader
 from grading_helpers import LESSON, lesson_points, run_grade
 from notebook_tools import solved
 
@@ -51,12 +51,7 @@ def loop(artifacts, tmp_path_factory, request):
 
 
 def _run_loop(stack, base, created, browser, artifacts, tmp_path_factory, request):
-    exchange = base / "exchange"
-    exchange.mkdir()
-    exchange.chmod(0o777)       # as nbgrader's documentation sets it up: everyone may create in it
-    course = copy_course(base / "course", lessons=[LESSON])
-    with open(course / "nbgrader_config.py", "a") as config:
-        config.write(f'\nc.Exchange.root = "{exchange}"\n')
+    exchange, course = course_with_exchange(base, LESSON)
     learner = Learner(LEARNER, base / "home" / LEARNER, exchange, created)
     (base / "home").chmod(0o755)
     learner.skip_unless_environment_readable()
