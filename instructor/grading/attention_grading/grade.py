@@ -8,11 +8,11 @@ Usage: python -m attention_grading.grade [--root DIR] [--workers N] [--lesson ID
                                          [--no-feedback] [--no-report]
 
 A submission passes through, in order: ``intake`` (what is in ``submitted/``), ``jobs`` (one
-self-contained grading job per submission, run by ``pool`` workers, or by a Dask cluster's
-(``cluster``, with ``--scheduler``): stock nbgrader ``Autograde``
-with the course's preprocessors, ``execute`` → ``verdicts`` → ``sanitize``, against a template
-gradebook), ``gradebook`` (the only writer of the course gradebook and of ``autograded/``),
-``output`` (``grades.csv``, ``grades-by-learner.csv`` and the table) and ``report``.
+self-contained grading job per submission, run by ``pool`` workers, or with ``--scheduler`` by a
+Dask cluster's workers (``cluster``): stock nbgrader ``Autograde`` with the course's
+preprocessors, ``execute`` → ``verdicts`` → ``sanitize``, against a template gradebook),
+``gradebook`` (the only writer of the course gradebook and of ``autograded/``), ``output``
+(``grades.csv``, ``grades-by-learner.csv``, the table and the summary) and ``report``.
 ``submitted/`` is only ever read. The exit status is 1 when some submission could not be graded,
 0 otherwise.
 """
@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import gradebook as books
+from .cluster import SCHEDULER_VARIABLE, ClusterLost
 from .course import lesson_ids, load_config
 from .intake import Problem, content_hash, scan, submission_files
 from .jobs import FeedbackJob, GradingJob, run_feedback, run_job
 from .output import class_rows, format_table, print_summary, write_grades, write_grades_by_learner
 from .pool import LocalPool, run_with_second_attempt
-from .cluster import SCHEDULER_VARIABLE, ClusterLost
 from .results import UNGRADABLE
 from .sandbox import SandboxUnavailable, support
 
