@@ -7,19 +7,14 @@ environment and nothing of this repository, as on a cluster's machines.
 """
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from ports import free_port
+
 DASK = Path(sys.executable).parent / "dask"
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _clean_env(**extra):
@@ -35,7 +30,7 @@ class LoopbackCluster:
     def __init__(self, folder):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.port = _free_port()
+        self.port = free_port()
         self.address = f"tcp://127.0.0.1:{self.port}"
         self.workers = {}
         self.scheduler = self._start("scheduler", [str(DASK), "scheduler", "--host", "127.0.0.1",

@@ -49,12 +49,13 @@ def _write_more_lessons(root):
             nbformat.write(nb, folder / f"{lesson}.ipynb")
 
 
-def _grade_on_cluster(root, cluster, *args, env=None):
+def _grade_in_background(root, *args, env=None):
     """``make grade`` in the background, its output in files; (process, stdout path, stderr path)."""
     out, err = root / "grade.stdout", root / "grade.stderr"
     command = [sys.executable, "-m", "attention_grading.grade", "--root", str(root), *args]
-    process = subprocess.Popen(command, cwd=root, env=env_for(root, **(env or {})),
-                               stdout=open(out, "w"), stderr=open(err, "w"))
+    with open(out, "w") as stdout, open(err, "w") as stderr:      # the child keeps its own copies
+        process = subprocess.Popen(command, cwd=root, env=env_for(root, **(env or {})), stdout=stdout,
+                                   stderr=stderr)
     return process, out, err
 
 
@@ -98,18 +99,16 @@ def cluster_run(lesson01_class, tmp_path_factory):
     before = tree_hash(root / "submitted")
     out = {"root": root, "here_01": here_root, "here": here}
     # This machine grades lesson 02 meanwhile (make grade puts the lessons in the gradebooks).
-    local = subprocess.Popen([sys.executable, "-m", "attention_grading.grade", "--root", str(here),
-                              "--workers", "1", "--no-feedback", "--no-report",
-                              *(a for lesson in MORE_LESSONS for a in ("--lesson", lesson))],
-                             cwd=here, env=env_for(here), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+    local, local_out, _ = _grade_in_background(
+        here, "--workers", "1", "--no-feedback", "--no-report",
+        *(a for lesson in MORE_LESSONS for a in ("--lesson", lesson)))
 
     with LoopbackCluster(base / "cluster") as cluster:
         for name in ("w1", "w2"):
             cluster.add_worker(name)
         cluster.add_worker("w3", ATTENTION_SANDBOX_PRETEND_MISSING="landlock")
         cluster.wait_for_workers(3)
-        process, stdout, stderr = _grade_on_cluster(root, cluster, "--scheduler", cluster.address)
+        process, stdout, stderr = _grade_in_background(root, "--scheduler", cluster.address)
         with cluster.client() as client:
             w1 = _worker_address(client, "w1")
             wait_until(lambda: _busy(client, w1) or process.poll() is not None, 300, "w1 never got a job")
@@ -123,7 +122,8 @@ def cluster_run(lesson01_class, tmp_path_factory):
             time.sleep(1.0)
             out["grading_processes_killed"] = _kill_grading_processes() if process.poll() is None else 0
             process.wait(600)
-            out["local"] = (*local.communicate(timeout=600), local.returncode)
+            local.wait(600)
+            out["local"] = local_out.read_text()
             w3 = _worker_address(client, "w3")
             out["w3_executed"] = client.run(lambda dask_worker: dask_worker.state.executed_count,
                                             workers=[w3])[w3]
@@ -134,13 +134,13 @@ def cluster_run(lesson01_class, tmp_path_factory):
                          for lesson in (LESSON_01, *MORE_LESSONS)}
 
         # Again, nothing changed: everything is skipped.
-        process, stdout, _ = _grade_on_cluster(root, cluster, "--scheduler", cluster.address, "--no-report")
+        process, stdout, _ = _grade_in_background(root, "--scheduler", cluster.address, "--no-report")
         process.wait(300)
         out["again"] = (process.returncode, stdout.read_text())
 
         # A run through the environment variable; the scheduler dies after its first result.
-        process, stdout, stderr = _grade_on_cluster(
-            root, cluster, "--force", "--lesson", LESSON_01, "--no-feedback", "--no-report",
+        process, stdout, stderr = _grade_in_background(
+            root, "--force", "--lesson", LESSON_01, "--no-feedback", "--no-report",
             env={"ATTENTION_DASK_SCHEDULER": cluster.address})
         wait_until(lambda: re.search(r"\|\s*[1-9]\d*/\d+ ", stderr.read_text()) or process.poll() is not None,
                    300, "the second run graded nothing")
@@ -161,7 +161,7 @@ def test_the_cluster_gives_exactly_the_scores_of_this_machine(cluster_run):
     assert tables[LESSON_01] and tables[LESSON_01] == here_01
     for lesson in MORE_LESSONS:
         here = grade_table(f"sqlite:///{cluster_run['here'] / 'gradebook.db'}", lesson)
-        assert {k[0] for k in here} == set(STUDENTS), cluster_run["local"][0][-3000:]
+        assert {k[0] for k in here} == set(STUDENTS), cluster_run["local"][-3000:]
         assert tables[lesson] == here, lesson
     failed = sorted(re.findall(r"^  (\w+) / (\w+): ", stdout.split("could NOT be graded:")[-1], re.M))
     assert failed == [("dave", LESSON_01), ("erin", LESSON_01), ("frank", LESSON_01)], stdout[-3000:]

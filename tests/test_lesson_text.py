@@ -4,10 +4,12 @@ Every number a markdown cell quotes must be printed or displayed by the notebook
 or typed in one of its code cells (a parameter the text refers to), or be a figure the course
 quotes from a source article (``attention_course.examples``), or be allowed below with a reason.
 The solution notebooks run once for the whole session (hidden test cells left out: they print
-nothing the text quotes, and they need the grader). And no learner-facing text names a worked
+nothing the text quotes, and they need the grader); the same run checks that every figure has a
+title and labelled axes. And no learner-facing text names a worked
 example "seed 00N": the examples are named by what they are.
 """
 import inspect
+import json
 import re
 from concurrent.futures import ThreadPoolExecutor
 
@@ -108,18 +110,58 @@ def _quoted_figures():
     return values
 
 
+# Run before the lesson: after every cell, each plotted axes of every figure must have a title
+# (its own or the figure's), an x label and a y label (its own, a panel's it shares the axis
+# with, or the figure's; colorbars aside); what lacks one is noted.
+FIGURE_AUDIT = """
+import json as _json
+import matplotlib.pyplot as _plt
+_unlabelled, _cell = [], [0]
+def _count(info=None):
+    _cell[0] += 1
+def _audit(result=None):
+    for number in _plt.get_fignums():
+        figure = _plt.figure(number)
+        suptitle = figure._suptitle.get_text() if figure._suptitle else ""
+        for ax in figure.axes:
+            if ax.get_label() == "<colorbar>" or not (ax.lines or ax.images or ax.patches or ax.collections):
+                continue
+            # Panels sharing an axis may leave its label to one of them, or to the figure.
+            xlabel = figure._supxlabel or any(a.get_xlabel() for a in ax.get_shared_x_axes().get_siblings(ax))
+            ylabel = figure._supylabel or any(a.get_ylabel() for a in ax.get_shared_y_axes().get_siblings(ax))
+            missing = [name for name, text in (("title", ax.get_title() or suptitle),
+                       ("x label", xlabel), ("y label", ylabel)) if not text]
+            if missing:
+                _unlabelled.append([_cell[0] - 1, ax.get_title() or suptitle, missing])
+    _plt.close("all")
+# plt.show() keeps the cell's figures open until the end of the cell, when they are audited and closed.
+from matplotlib_inline.config import InlineBackend
+InlineBackend.instance().close_figures = False
+get_ipython().events.register("pre_run_cell", _count)
+get_ipython().events.register("post_run_cell", _audit)
+"""
+
+
 def _run(lesson, folder):
     """The solution without its test cells, in a kernel forked from the grader's warm parent (no
-    sandbox: this is the instructor's own notebook), figures left undrawn: only text is read."""
+    sandbox: this is the instructor's own notebook), figures left undrawn: only text and the
+    figures' titles and labels are read (``metadata["unlabelled_axes"]``)."""
     from nbclient import NotebookClient
 
     from attention_grading.kernels import SandboxedKernelManager
 
     nb = nbformat.read(ROOT / "solutions" / lesson / f"{lesson}.ipynb", as_version=4)
-    nb.cells = [c for c in nb.cells if not is_test(c)]
+    nb.cells = [nbformat.v4.new_code_cell(FIGURE_AUDIT)] + [c for c in nb.cells if not is_test(c)] + \
+        [nbformat.v4.new_code_cell("print(_json.dumps(_unlabelled))")]
     NotebookClient(nb, timeout=300, kernel_name="python3", kernel_manager_class=SandboxedKernelManager,
                    extra_arguments=["--InlineBackend.figure_formats=set()"],
                    resources={"metadata": {"path": str(folder)}}).execute()
+    nb.cells.pop(0)
+    report = nb.cells.pop()
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    nb.metadata["unlabelled_axes"] = [
+        f"code cell {n + 1} ({code[n].source.splitlines()[0][:60]!r}): {title or 'untitled'} lacks {', '.join(missing)}"
+        for n, title, missing in json.loads(report.outputs[0].text)]
     return nb
 
 
@@ -162,6 +204,12 @@ def test_every_number_in_the_prose_is_computed_by_the_notebook(lesson, executed)
     assert not problems, (f"{lesson}: the text quotes numbers the notebook neither prints nor computes "
                           f"(print them, refer to the printed line, or allow them with a reason):\n"
                           + "\n".join(problems))
+
+
+@pytest.mark.parametrize("lesson", lesson_ids())
+def test_every_figure_has_a_title_and_labelled_axes(lesson, executed):
+    """Every plotted axes a lesson draws says what it shows: a title and both axis labels."""
+    assert not executed[lesson].metadata["unlabelled_axes"], "\n".join(executed[lesson].metadata["unlabelled_axes"])
 
 
 def test_the_number_finder_reads_what_prose_writes():

@@ -6,7 +6,6 @@ and socket in a temporary folder, on 127.0.0.1 and a free port; stops it afterwa
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from grading_helpers import LESSON, copy_course, grade_table, lesson_points, notebook, run_grade, submit
+from ports import free_port
 
 pytestmark = [pytest.mark.postgres, pytest.mark.nbgrader]
 
@@ -30,12 +30,6 @@ def _bin_dir():
     return Path(found[-1]).parent
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _as_postgres(*command, **kwargs):
     prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
     return subprocess.run([*prefix, *map(str, command)], capture_output=True, text=True, **kwargs)
@@ -50,7 +44,7 @@ def postgres_url():
     if os.geteuid() == 0:
         shutil.chown(folder, "postgres", "postgres")
         shutil.chown(sockets, "postgres", "postgres")
-    port = _free_port()
+    port = free_port()
     done = _as_postgres(bindir / "initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8",
                         timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from ports import free_port
 
 GRADING_DIR = ROOT / "instructor" / "grading"
 PROBE = Path(__file__).with_name("sandbox_probe.py")
@@ -140,16 +141,10 @@ def _filled(attempts, **values):
     return {name: code.format(**values) for name, code in attempts.items()}
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory):
     server, accepted = _listening_server()
-    own_port = _free_port()
+    own_port = free_port()
     tmp_path = tmp_path_factory.mktemp("sandbox")
     values = dict(course="{course}", root=ROOT, marker=MARKER, port=server.getsockname()[1],
                   grader_pid=os.getpid(), own_port=own_port)

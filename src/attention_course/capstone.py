@@ -145,6 +145,7 @@ def plot_query_rows(weights_by_title, data, indices, n_items=None):
             ax.bar_label(bars, labels=[f"{s:.2f}" for s in shares], padding=2, fontsize=8)
             ax.set_xticks(range(len(labels)), labels, rotation=35, ha="right", fontsize=8)
             ax.set_ylim(0, 1.15)
+            ax.set_xlabel("token it reads (key)", fontsize=9)
             ax.set_ylabel("query's weight")
             ax.set_title(f"{title}: {labels[q]} reads…", fontsize=10)
     fig.suptitle("Where the query looks (orange: the item that holds the answer)")

@@ -3,7 +3,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -14,6 +13,7 @@ from pathlib import Path
 
 from accounts import SYSTEM_PYTHON
 from conftest import ROOT, course_env
+from ports import free_port
 
 JUPYTER = Path(sys.executable).parent / "jupyter"
 
@@ -23,12 +23,6 @@ LAB_SETTINGS = {
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
         {"fetchNews": "false", "checkForUpdates": False},
 }
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def private_folders(home, config=None):

@@ -18,7 +18,6 @@ import time
 import uuid
 from concurrent.futures import CancelledError
 
-from . import cluster_worker
 from .paths import INSTRUCTOR_DIR
 
 SCHEDULER_VARIABLE = "ATTENTION_DASK_SCHEDULER"
@@ -75,6 +74,9 @@ class DaskPool:
         import cloudpickle
         from distributed import Client
 
+        from . import cluster_worker       # imports distributed (most of a second): only here
+
+        self._worker_side = cluster_worker
         self.address, self.log = address, log
         try:
             self.client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
@@ -98,7 +100,7 @@ class DaskPool:
         """Threads of the workers that took this run's grader and can sandbox (they offer its
         resource); with ``report``, asks every worker and prints the others with their reason."""
         if report:
-            for address, refusal in sorted(self.client.run(cluster_worker.status, self.name,
+            for address, refusal in sorted(self.client.run(self._worker_side.status, self.name,
                                                            on_error="return").items()):
                 if isinstance(refusal, BaseException):
                     refusal = f"it did not answer ({type(refusal).__name__}: {refusal})"
@@ -113,7 +115,6 @@ class DaskPool:
         At most ``IN_FLIGHT_PER_THREAD`` jobs per able worker thread are on the cluster at a time:
         a job holds a submission and a gradebook, and a class may have tens of thousands."""
         from distributed import as_completed
-        from distributed.client import FutureCancelledError
 
         waiting, futures = list(reversed(jobs)), {}
         finished = as_completed(loop=self.client.loop)
@@ -141,7 +142,7 @@ class DaskPool:
                 quiet_since, idle_since = time.monotonic(), None
                 for future in batch:
                     job = futures.pop(future)
-                    outcome = self._outcome(job, future, FutureCancelledError)
+                    outcome = self._outcome(job, future)
                     top_up()
                     progress.update(1)
                     yield job, outcome
@@ -149,10 +150,10 @@ class DaskPool:
             for future in futures:
                 future.cancel()
 
-    def _outcome(self, job, future, cancelled):
+    def _outcome(self, job, future):
         try:
             kind, value = future.result()
-        except (cancelled, CancelledError):
+        except CancelledError:      # distributed's FutureCancelledError too: the scheduler is gone
             raise ClusterLost(f"the Dask scheduler at {self.address} went away") from None
         except Exception as exc:          # distributed's KilledWorker, or a task that could not run
             name = type(exc).__name__

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import gradebook as books
-from .cluster import SCHEDULER_VARIABLE, ClusterLost
+from .cluster import SCHEDULER_VARIABLE, ClusterLost, DaskPool
 from .course import lesson_ids, load_config
 from .intake import Problem, content_hash, scan, submission_files
 from .jobs import FeedbackJob, GradingJob, run_feedback, run_job
@@ -162,8 +162,6 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
         jobs = [GradingJob(u.student, u.lesson, files[u.student, u.lesson], templates[u.lesson], config,
                            content_hash(files[u.student, u.lesson]), lesson_hash[u.lesson]) for u in todo]
         if scheduler and jobs:
-            from .cluster import DaskPool
-
             pool = DaskPool(scheduler, job_timeout, sandboxed=sandboxed, log=log)
         where = f" on the Dask cluster at {scheduler}" if pool is not local else ""
         log(f"grading {len(jobs)} submission(s) of {len(lessons)} lesson(s) with {pool.workers} worker(s){where}")
