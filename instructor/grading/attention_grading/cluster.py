@@ -18,6 +18,7 @@ import time
 import uuid
 from concurrent.futures import CancelledError
 
+from .errors import ClusterError
 from .paths import INSTRUCTOR_DIR
 
 SCHEDULER_VARIABLE = "ATTENTION_DASK_SCHEDULER"
@@ -81,7 +82,7 @@ class DaskPool:
         try:
             self.client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
         except (OSError, TimeoutError) as exc:
-            raise SystemExit(f"cannot reach the Dask scheduler at {address}: {exc}. Nothing was graded. "
+            raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc}. Nothing was graded. "
                              "Start one (`dask scheduler`) and workers (`dask worker ADDRESS`), or "
                              "grade here without --scheduler.") from None
         files = grader_files()
@@ -93,7 +94,7 @@ class DaskPool:
         self.workers = self._able_workers(report=True)
         if not self.workers:
             self.close()
-            raise SystemExit(f"no worker of the Dask cluster at {address} can grade (see above). "
+            raise ClusterError(f"no worker of the Dask cluster at {address} can grade (see above). "
                              "Nothing was graded.")
 
     def _able_workers(self, report=False):

@@ -26,10 +26,11 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Dict, Integer
+from traitlets import Bool, Dict, Integer, Unicode
 
 from . import sandbox
 from . import spec as spec_module
+from .case_secret import course_secret, notebook_digest
 from .cells import CellPlan, error_output, grade_id, has_error, mentions, split_hidden
 from .hidden_tests import Conversation, KernelSession, StopTest, decide, plan_calls
 from .kernels import KernelSandboxError, SandboxedKernelManager, SandboxRequest
@@ -57,6 +58,9 @@ class GuardedExecute(KernelRecovery, Execute):
                    "where the machine cannot sandbox (every run then warns): learner code would "
                    "run with the grader's rights.").tag(config=True)
     sandbox_limits = Dict(help="Overrides of sandbox.limits.Limits (memory_bytes, cpu_seconds, ...).").tag(config=True)
+    case_secret = Unicode("", help="The course's secret (hex) from which each submission's hidden-test "
+                          "cases are drawn; default: instructor/hidden-cases.secret of the course, made "
+                          "on first use (make grade passes it to every job).").tag(config=True)
     render_figures = Bool(False, help="Draw matplotlib figures as pictures in graded notebooks. Off: a "
                           "figure shows as one line of text; rendering every picture of every "
                           "submission is half the time of grading a class, and learners see them "
@@ -109,6 +113,8 @@ class GuardedExecute(KernelRecovery, Execute):
         resources = resources if resources is not None else {}
         self._plan = CellPlan(nb.cells)
         self._reference = reference()
+        self._secret = bytes.fromhex(self.case_secret or course_secret(self._course_root()))
+        self._submission = notebook_digest(nb)
         self._notes = NotebookNotes()
         self._notes.sandbox = self._prepare_sandbox(resources)
         self._deadline = monotonic() + self.notebook_timeout
@@ -213,9 +219,11 @@ class GuardedExecute(KernelRecovery, Execute):
 
     def _hidden_test(self, name, index, cell):
         spec = spec_module.get(name)
-        cases = spec.cases()
-        batches, callbacks = plan_calls(spec, cases)
-        conversation = Conversation(spec, self._reference, batches, callbacks, self._completed, len(cases))
+        g = spec_module.case_generator(self._secret, self._submission, name)
+        cases = spec.cases(g)
+        batches, callbacks, extra = plan_calls(spec, cases, g)
+        conversation = Conversation(spec, self._reference, batches, callbacks, self._completed, len(cases),
+                                    extra)
         session = KernelSession(self.kc, self.km)
         started = monotonic()
         timeout = self.hidden_test_timeout or self.timeout or 30

@@ -28,13 +28,15 @@ from pathlib import Path
 
 from . import gradebook as books
 from .cluster import SCHEDULER_VARIABLE, ClusterLost, DaskPool
+from .case_secret import course_secret
 from .course import lesson_ids, load_config
+from .errors import CourseError, GradebookError, SelectionError
 from .intake import Problem, content_hash, scan, submission_files
 from .jobs import FeedbackJob, GradingJob, run_feedback, run_job
 from .output import class_rows, format_table, print_summary, write_grades, write_grades_by_learner
 from .pool import LocalPool, run_with_second_attempt
 from .results import UNGRADABLE
-from .sandbox import SandboxUnavailable, support
+from .sandbox import support
 
 JOB_TIMEOUT = 900   # seconds a submission may take in all (the notebook's own limit is 600 s)
 
@@ -96,7 +98,7 @@ def _select(all_lessons, lessons):
         return all_lessons
     unknown = [l for l in lessons if l not in all_lessons]
     if unknown:
-        raise SystemExit(f"unknown lesson(s): {', '.join(unknown)} (lessons: {', '.join(all_lessons)})")
+        raise SelectionError(f"unknown lesson(s): {', '.join(unknown)} (lessons: {', '.join(all_lessons)})")
     return [l for l in all_lessons if l in lessons]
 
 
@@ -117,12 +119,11 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
     course_id = config.CourseDirectory.course_id
     all_lessons = lesson_ids(root)
     lessons = _select(all_lessons, lessons)
-    try:
-        sandboxed = support.require(allow_unsandboxed=unsandboxed, warn=log)
-    except SandboxUnavailable as exc:
-        raise SystemExit(str(exc)) from None
+    sandboxed = support.require(allow_unsandboxed=unsandboxed, warn=log)
     if not sandboxed:
         config.GuardedExecute.sandbox = False
+    if not config.GuardedExecute.get("case_secret"):      # jobs grade in scratch courses of their own
+        config.GuardedExecute.case_secret = course_secret(root)
 
     units, problems = scan(root, all_lessons)                   # the whole class, for grades.csv
     roster = sorted({u.student for u in units} | {p.student for p in problems if p.student})
@@ -140,7 +141,7 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
         books.ensure_assignments(root, config, db_url, lessons, scratch, log)
         stale = books.stored_test_mismatches(root, db_url, course_id, lessons)
         if stale:
-            raise SystemExit("the gradebook's copy of these hidden tests differs from source/: " + "; ".join(
+            raise GradebookError("the gradebook's copy of these hidden tests differs from source/: " + "; ".join(
                 f"{lesson}: {', '.join(cells)}" for lesson, cells in stale.items())
                 + ". Nothing was graded. Store source/ again with `nbgrader generate_assignment <lesson> "
                 "--force` (or `make release`), then grade.")
@@ -285,9 +286,13 @@ def main(argv=None):
 
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
-    run = grade(args.root, args.lesson, args.student, args.workers, args.force, args.db_url,
-                feedback=not args.no_feedback, report=not args.no_report, job_timeout=args.job_timeout,
-                unsandboxed=args.unsandboxed, scheduler=args.scheduler)
+    try:
+        run = grade(args.root, args.lesson, args.student, args.workers, args.force, args.db_url,
+                    feedback=not args.no_feedback, report=not args.no_report, job_timeout=args.job_timeout,
+                    unsandboxed=args.unsandboxed, scheduler=args.scheduler)
+    except CourseError as exc:
+        print(str(exc), file=sys.stderr)
+        return exc.exit_status
     if run.cluster_lost:
         print(f"exit status 1: the cluster went away: {run.cluster_lost}", file=sys.stderr)
         return 1

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 from .course import load_config
+from .errors import GradebookError
 from .results import GradingResult
 
 RESULT_FILE = "grading-result.json"
@@ -41,7 +42,7 @@ def ensure_assignments(root, config, db_url, lessons, scratch, log):
         log(f"adding {lesson} to the gradebook (generate_assignment into a scratch folder)")
         done = api.generate_assignment(lesson, force=True)
         if not done["success"]:
-            raise SystemExit(f"generate_assignment failed for {lesson}:\n{done['log']}{done.get('error', '')}")
+            raise GradebookError(f"generate_assignment failed for {lesson}:\n{done['log']}{done.get('error', '')}")
 
 
 def create_empty(db_url, course_id, path):

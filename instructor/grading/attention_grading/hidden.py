@@ -22,11 +22,14 @@ class HiddenTestFailure(AssertionError):
 
 def check(name, namespace=None):
     """Raise ``HiddenTestFailure`` with a diagnosis unless the learner's ``name`` agrees with the
-    reference; ``namespace`` defaults to the caller's globals (the notebook's)."""
+    reference; ``namespace`` defaults to the caller's globals (the notebook's). The cases are
+    drawn afresh on every call (graded submissions get theirs from the course's secret)."""
+    import numpy as np
+
     spec = spec_module.get(name)
     if namespace is None:
         namespace = sys._getframe(1).f_globals
-    verdict = run_locally(spec, reference(), namespace)
+    verdict = run_locally(spec, reference(), namespace, np.random.default_rng())
     if not verdict.passed:
         raise HiddenTestFailure(verdict.message)
     print(f"{name}: hidden tests passed ({verdict.cases} cases).")

@@ -66,17 +66,17 @@ def wire_call(target, args, kwargs, callbacks, memory=False, record_warnings=Fal
             "options": {"memory": memory, "warnings": record_warnings}}
 
 
-def plan_calls(spec, cases):
-    """(batches of wire calls, callbacks): one batch per case, then one of the extra calls."""
+def plan_calls(spec, cases, g):
+    """(batches of wire calls, callbacks, extra calls): one batch per case, then one of the extra
+    calls (drawn from ``g``, the generator the cases came from)."""
     callbacks = {}
     batches = [[wire_call(spec.target, case.args, case.kwargs, callbacks,
                           record_warnings=spec.warnings_fail is not None)] for case in cases]
-    extra = spec.extra_calls() if spec.extra_calls else []
+    extra = [c for c in (spec.extra_calls(g) if spec.extra_calls else []) if isinstance(c, Call)]
     if extra:
         batches.append([wire_call(c.target or spec.target, c.args, c.kwargs, callbacks,
-                                  memory=c.memory, record_warnings=c.warnings)
-                        for c in extra if isinstance(c, Call)])
-    return batches, callbacks
+                                  memory=c.memory, record_warnings=c.warnings) for c in extra])
+    return batches, callbacks, extra
 
 
 # ------------------------------------------------------------------ the grader's answers
@@ -109,9 +109,9 @@ def _too_big(values):
 class Conversation:
     """The grader's side of one hidden test (see the module docstring)."""
 
-    def __init__(self, spec, reference, batches, callbacks, completed, cases_batches=None):
+    def __init__(self, spec, reference, batches, callbacks, completed, cases_batches=None, extra=()):
         self.spec, self.reference = spec, reference
-        self.batches, self.callbacks = batches, callbacks
+        self.batches, self.callbacks, self.extra = batches, callbacks, list(extra)
         self.cases_batches = cases_batches if cases_batches is not None else len(batches)
         self.completed = set(completed)
         self.results, self.next_batch, self.requests = [], 0, 0
@@ -270,11 +270,13 @@ async def _alive(km):
     return await result if asyncio.iscoroutine(result) else result
 
 
-def run_locally(spec, reference, namespace, completed=()):
-    """The hidden test in this process: the learner's functions are looked up in ``namespace``."""
-    cases = spec.cases()
-    batches, callbacks = plan_calls(spec, cases)
-    conversation = Conversation(spec, reference, batches, callbacks, completed or spec.substitutes, len(cases))
+def run_locally(spec, reference, namespace, g, completed=()):
+    """The hidden test in this process: the learner's functions are looked up in ``namespace``;
+    the cases are drawn from the generator ``g``."""
+    cases = spec.cases(g)
+    batches, callbacks, extra = plan_calls(spec, cases, g)
+    conversation = Conversation(spec, reference, batches, callbacks, completed or spec.substitutes, len(cases),
+                                extra)
     kernel_probe.serve(namespace, conversation.reply)
     return decide(spec, reference, cases, conversation)
 
@@ -295,4 +297,4 @@ def decide(spec, reference, cases, conversation, stopped=None):
                    REFUSED: f"The hidden test of {spec.name} could not be run: {stopped.detail}"}[stopped.kind]
         return Verdict(spec.name, False, message, kind=stopped.kind, cases=len(cases), case=label)
     extra = list(itertools.chain.from_iterable(conversation.results[len(cases):]))
-    return judge(spec, reference, cases, results, extra)
+    return judge(spec, reference, cases, results, extra, conversation.extra)

@@ -36,9 +36,9 @@ def compare_arrays(what, mine, expected, spec, equal_nan=False):
         if mine.dtype.kind != "b":
             return f"{what} should be a boolean array (True = may attend), not dtype {mine.dtype}."
         if not np.array_equal(mine, expected):
-            wrong = np.argwhere(mine != expected)[0]
-            return (f"{what} is {mine[tuple(wrong)]} at index {tuple(int(i) for i in wrong)} "
-                    f"where it should be {expected[tuple(wrong)]}.")
+            wrong = np.argwhere(mine != expected)
+            return (f"{what} is wrong at {len(wrong)} of {mine.size} positions, first at index "
+                    f"{tuple(int(i) for i in wrong[0])}.")
         return None
     if mine.dtype != np.float64:
         return f"{what} has dtype {mine.dtype}; the course works in float64 throughout."
@@ -47,11 +47,12 @@ def compare_arrays(what, mine, expected, spec, equal_nan=False):
         return f"{what} contains NaN (first at index {where}) where every expected value is a number."
     close = np.isclose(mine, expected, rtol=spec.rtol, atol=spec.atol, equal_nan=equal_nan)
     if not close.all():
+        # Where and by how much, never a value: a hidden expected value would teach the cases.
         index = tuple(int(i) for i in np.argwhere(~close)[0])
         with np.errstate(all="ignore"):
             error = float(np.nanmax(np.abs(np.where(close, 0.0, mine - expected))))
-        return (f"{what} is off from the expected values by up to {error:.3g}; first at index "
-                f"{index}: yours {mine[index]:.6g}, expected {expected[index]:.6g}.")
+        return (f"{what} differs from the reference at {int((~close).sum())} of {mine.size} entries "
+                f"(first at index {index}), by up to {error:.3g}.")
     return None
 
 
@@ -138,9 +139,10 @@ def judge_case(spec, R, case, result):
     return None
 
 
-def judge(spec, R, cases, results, extra_results=None):
+def judge(spec, R, cases, results, extra_results=None, extra_calls=()):
     """The verdict on a learner's function from its results on every case, and on the extra
-    calls when ``extra_results`` is given (None: the measurements are not judged)."""
+    calls (``extra_calls``, the ``spec.Call``s made) when ``extra_results`` is given (None: the
+    measurements are not judged)."""
     for case, result in zip(cases, results):
         failure = judge_case(spec, R, case, result)
         if failure:
@@ -152,7 +154,7 @@ def judge(spec, R, cases, results, extra_results=None):
                        cases=len(cases))
     if spec.judge_extra is not None and extra_results is not None:
         decoded = [dict(r, value=kernel_probe.decode(r["value"])) if "value" in r else r for r in extra_results]
-        problem = spec.judge_extra(R, decoded)
+        problem = spec.judge_extra(R, list(extra_calls), decoded)
         if problem:
             return Verdict(spec.name, False, problem, kind=WRONG, cases=len(cases))
     return Verdict(spec.name, True, f"{spec.name} agrees with the reference on {len(cases)} hidden cases.",

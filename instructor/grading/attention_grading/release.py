@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from .course import lesson_ids, load_config
+from .errors import CourseError, GradebookError
 from .paths import COURSE_ROOT
 
 
@@ -25,7 +26,7 @@ def release(root=None, lessons=None, log=print):
     for lesson in lessons:
         result = api.generate_assignment(lesson, force=True)
         if not result["success"]:
-            raise SystemExit(f"generate_assignment failed for {lesson}:\n{result['log']}{result.get('error', '')}")
+            raise GradebookError(f"generate_assignment failed for {lesson}:\n{result['log']}{result.get('error', '')}")
         api.coursedir.assignment_id = lesson
         solution = GenerateSolution(coursedir=api.coursedir, parent=api, force=True)
         solution.log.setLevel(logging.WARNING)
@@ -39,7 +40,11 @@ def main(argv=None):
     parser.add_argument("lessons", nargs="*", help="lesson ids (default: every lesson in source/)")
     parser.add_argument("--root", default=None, help="course folder (default: this course)")
     args = parser.parse_args(argv)
-    release(args.root, args.lessons or None)
+    try:
+        release(args.root, args.lessons or None)
+    except CourseError as exc:
+        print(f"make release: {exc}", file=sys.stderr)
+        return exc.exit_status
     return 0
 
 

@@ -2,10 +2,14 @@
 
 Specs live in the grader only. The grader builds each ``Case``, sends its inputs into the
 learner's kernel as data (``kernel_probe``), and judges what comes back against the reference
-(``judge``). A case's arguments may name things that live in the kernel (``Learner``: one of
+(``judge``). Cases are drawn from a generator the grader derives from the course's secret and the
+submission (``case_generator``): they differ from one submission to the next, so recording them
+teaches nothing, and the same files graded again get the same cases. A case's arguments may name things that live in the kernel (``Learner``: one of
 the learner's functions) or in the grader (``Callback``: a function the grader evaluates when the
 kernel calls it, such as a loss for ``numerical_gradient``).
 """
+import hashlib
+import hmac
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -68,7 +72,8 @@ class Spec:
     """The hidden test of one graded function."""
 
     name: str
-    cases: Callable[[], list]
+    # The cases, drawn from the generator it is given (never from a fixed seed of its own).
+    cases: Callable[[np.random.Generator], list]
     outputs: tuple = ("output",)          # names of the returned values, in order
     rtol: float = 1e-7
     atol: float = 1e-9
@@ -81,8 +86,10 @@ class Spec:
     compare: Optional[Callable[..., Optional[str]]] = None
     # Case calls record RuntimeWarnings; a right answer that warned fails with this message.
     warnings_fail: Optional[Callable[[str, str], str]] = None
-    # Measurements: more calls (built by the grader), judged together once every case passed.
-    extra_calls: Optional[Callable[[], list]] = None
+    # Measurements: more calls (built by the grader from the same generator, after the cases),
+    # judged together once every case passed.
+    extra_calls: Optional[Callable[[np.random.Generator], list]] = None
+    # (R, the extra Calls, their results) -> why they fail, or None.
     judge_extra: Optional[Callable[..., Optional[str]]] = None
     # Earlier graded functions this one may call: during the check, those names in the learner's
     # namespace are stand-ins the grader answers with the reference, so a mistake there costs
@@ -115,6 +122,9 @@ def get(name):
         raise KeyError(f"no hidden test is registered for {name!r}") from None
 
 
-def rng(seed):
-    """Every case generator draws from its own seeded generator."""
-    return np.random.default_rng(seed)
+def case_generator(secret, submission, name):
+    """The generator a hidden test draws its cases from: seeded by an HMAC of the submission's
+    digest and the test's name under the course's secret (bytes). Nobody without the secret can
+    tell the cases in advance; the same submission always gets the same ones."""
+    key = hmac.new(secret, f"{submission}\0{name}".encode(), hashlib.sha256).digest()
+    return np.random.default_rng(int.from_bytes(key[:16], "big"))

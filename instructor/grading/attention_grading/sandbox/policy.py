@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from ..errors import CourseError
 from .limits import Limits
 
 SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/conda")
@@ -30,7 +31,7 @@ KEPT_VARIABLES = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "NBGRADER_EXEC
                   "OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYDEVD_DISABLE_FILE_VALIDATION")
 
 
-class SandboxUnavailable(RuntimeError):
+class SandboxUnavailable(CourseError):
     """The operating system cannot give a kernel the sandbox the course requires."""
 
 

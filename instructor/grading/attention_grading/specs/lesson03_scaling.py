@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..judge import describe
-from ..spec import Bug, Call, Case, Spec, register, rng
+from ..spec import Bug, Call, Case, Spec, register
 
 # ------------------------------------------------------------------ dot_product_variance
 #
@@ -17,14 +17,20 @@ from ..spec import Bug, Call, Case, Spec, register, rng
 WITHIN = 5.0
 
 
-def variance_cases():
+def variance_cases(g):
+    def seed():
+        return int(g.integers(1, 10_000))
+
+    def n(low, high):
+        return int(g.integers(low, high)) * 100
+
     return [
         Case("d_k = 4 with the default n_samples and seed", (4,)),
-        Case("d_k = 64, n_samples = 20_000", (64,), {"n_samples": 20_000}),
-        Case("d_k = 9, n_samples = 5_000, seed = 3", (9,), {"n_samples": 5_000, "seed": 3}),
-        Case("d_k = 512, n_samples = 2_000, seed = 1", (512,), {"n_samples": 2_000, "seed": 1}),
-        Case("d_k = 1, n_samples = 50_000, seed = 7", (1,), {"n_samples": 50_000, "seed": 7}),
-        Case("d_k = 6, n_samples = 1_000, seed = 11 (given by position)", (6, 1_000, 11)),
+        Case("d_k = 64 with n_samples given", (64,), {"n_samples": n(150, 250)}),
+        Case("d_k = 9 with n_samples and seed given", (9,), {"n_samples": n(40, 60), "seed": seed()}),
+        Case("d_k = 512 with a small n_samples and a seed", (512,), {"n_samples": n(15, 25), "seed": seed()}),
+        Case("d_k = 1 with a large n_samples and a seed", (1,), {"n_samples": n(400, 600), "seed": seed()}),
+        Case("d_k = 6 with n_samples and seed given by position", (6, n(8, 12), seed())),
     ]
 
 
@@ -72,29 +78,30 @@ def compare_variance(R, case, mine):
     return message
 
 
-def determinism_calls():
+def determinism_calls(g):
     """Four more calls: the same seed twice, by keyword and by position, and another seed."""
-    return [Call((8,), {"n_samples": 3_000, "seed": 5}), Call((8,), {"n_samples": 3_000, "seed": 5}),
-            Call((8, 3_000, 5)), Call((8,), {"n_samples": 3_000, "seed": 6})]
+    seed = int(g.integers(1, 10_000))
+    return [Call((8,), {"n_samples": 3_000, "seed": seed}), Call((8,), {"n_samples": 3_000, "seed": seed}),
+            Call((8, 3_000, seed)), Call((8,), {"n_samples": 3_000, "seed": seed + 1})]
 
 
-def judge_variance(R, results):
+def judge_variance(R, calls, results):
     """Why the four determinism calls fail, or None."""
     if any("raised" in r for r in results):
         raised = next(r["raised"] for r in results if "raised" in r)
-        return f"dot_product_variance(8, n_samples=3_000, seed=5) raised {raised}"
+        return f"dot_product_variance(8, n_samples=3_000, seed=...) raised {raised}"
     first, again, positional, other = (r["value"] for r in results)
     if not isinstance(first, float):
         return (f"dot_product_variance returned {describe(first)}; it should return a float "
                 "(a Python float or a NumPy float64): wrap the result in float(...).")
     if first != again:
-        return ("Two calls with seed=5 gave different variances. Draw every random number from "
+        return ("Two calls with the same seed gave different variances. Draw every random number from "
                 "np.random.default_rng(seed), so that the seed fixes the result.")
     if first != positional:
-        return ("dot_product_variance(8, 3_000, 5) and dot_product_variance(8, n_samples=3_000, seed=5) "
+        return ("dot_product_variance(8, 3_000, s) and dot_product_variance(8, n_samples=3_000, seed=s) "
                 "differ: keep the parameter order (d_k, n_samples, seed).")
     if first == other:
-        return ("seed=5 and seed=6 gave exactly the same variance: the seed argument is ignored. "
+        return ("Two different seeds gave exactly the same variance: the seed argument is ignored. "
                 "Create the generator with np.random.default_rng(seed).")
     return None
 
@@ -136,16 +143,18 @@ def _softmax(z):
     return reference().softmax(np.asarray(z, dtype=float))
 
 
-def jacobian_cases():
-    g = rng(302)
+def jacobian_cases(g):
+    n = int(g.integers(3, 8))
     return [
         Case("p = softmax of 5 random logits", (_softmax(g.normal(size=5)),)),
         Case("p = softmax of 9 logits with spread 3", (_softmax(3 * g.normal(size=9)),)),
-        Case("a uniform p of length 4", (np.full(4, 0.25),)),
-        Case("a nearly one-hot p from logits [30, 0, -5, 2]", (_softmax([30.0, 0.0, -5.0, 2.0]),)),
-        Case("an exactly one-hot p from logits around ±1e4", (_softmax([1e4, -1e4, 0.0]),)),
+        Case("a uniform p", (np.full(n, 1.0 / n),)),
+        Case("a nearly one-hot p (one logit 30 above the others)",
+             (_softmax(g.permutation(np.r_[30.0, 2 * g.normal(size=3)])),)),
+        Case("an exactly one-hot p from logits around ±1e4",
+             (_softmax(g.permutation([1e4, -1e4, 0.0]) + g.normal(size=3)),)),
         Case("a single entry p = [1.0]", (np.array([1.0]),)),
-        Case("p given as a Python list of 3 floats", ([0.5, 0.3, 0.2],)),
+        Case("p given as a Python list of 3 floats", (_softmax(g.normal(size=3)).tolist(),)),
     ]
 
 
@@ -170,8 +179,7 @@ register(Spec(
 # ------------------------------------------------------------------ scaled_dot_product_attention
 
 
-def attention_cases():
-    g = rng(303)
+def attention_cases(g):
 
     def qkv(batch, T_q, T_k, d_k, d_v, scale=1.0):
         return (scale * g.normal(size=(*batch, T_q, d_k)), scale * g.normal(size=(*batch, T_k, d_k)),

@@ -9,7 +9,7 @@ stand-in (``spec.Callback``).
 """
 import numpy as np
 
-from ..spec import Bug, Callback, Case, Spec, register, rng
+from ..spec import Bug, Callback, Case, Spec, register
 
 
 # ---------------------------------------------------------------- the reference's forward pass
@@ -33,8 +33,7 @@ def _weights(scores, mask=None):
 
 # ---------------------------------------------------------------- softmax_backward
 
-def softmax_backward_cases():
-    g = rng(501)
+def softmax_backward_cases(g):
     masked_scores = g.normal(size=(4, 6))
     mask = g.random(size=(4, 6)) > 0.4
     mask[:, 0] = True
@@ -83,8 +82,7 @@ register(Spec(
 
 # ---------------------------------------------------------------- attention_backward
 
-def attention_backward_cases():
-    g = rng(502)
+def attention_backward_cases(g):
 
     def qkv(batch, T_q, T_k, d_k, d_v, scale=1.0):
         return (g.normal(size=(*batch, T_q, d_v)), scale * g.normal(size=(*batch, T_q, d_k)),
@@ -164,8 +162,7 @@ register(Spec(
 class SineLoss:
     """f(y) = Σ c ⊙ sin(y) + Σ b ⊙ y², curved enough that one-sided differences show."""
 
-    def __init__(self, seed, shape):
-        g = rng(seed)
+    def __init__(self, g, shape):
         self.c, self.b = 2.0 * g.normal(size=shape), g.normal(size=shape)
 
     def __call__(self, y):
@@ -175,8 +172,7 @@ class SineLoss:
 class QuadraticLoss:
     """f(y) = Σ (c ⊙ y² + b ⊙ y): central differences are exact for any step h."""
 
-    def __init__(self, seed, shape):
-        g = rng(seed)
+    def __init__(self, g, shape):
         self.c, self.b = g.normal(size=shape), g.normal(size=shape)
 
     def __call__(self, y):
@@ -186,8 +182,8 @@ class QuadraticLoss:
 class CubicLoss:
     """f(y) = Σ c ⊙ y³: central differences are off by c·h² per entry, so the step h shows."""
 
-    def __init__(self, seed, shape):
-        self.c = 3.0 * rng(seed).normal(size=shape)
+    def __init__(self, g, shape):
+        self.c = 3.0 * g.normal(size=shape)
 
     def __call__(self, y):
         return float(np.sum(self.c * y ** 3))
@@ -196,8 +192,7 @@ class CubicLoss:
 class AttentionLoss:
     """f(Q) = Σ G ⊙ attention(Q, K, V, mask) with fixed seeded K, V and upstream G."""
 
-    def __init__(self, seed, batch, T_q, T_k, d_k, d_v, causal=False):
-        g = rng(seed)
+    def __init__(self, g, batch, T_q, T_k, d_k, d_v, causal=False):
         self.K = g.normal(size=(*batch, T_k, d_k))
         self.V = g.normal(size=(*batch, T_k, d_v))
         self.G = g.normal(size=(*batch, T_q, d_v))
@@ -210,8 +205,8 @@ class AttentionLoss:
 class SoftmaxLoss:
     """f(S) = Σ G ⊙ softmax(S) row by row."""
 
-    def __init__(self, seed, shape):
-        self.G = rng(seed).normal(size=shape)
+    def __init__(self, g, shape):
+        self.G = g.normal(size=shape)
 
     def __call__(self, S):
         return float(np.sum(self.G * _weights(S)))
@@ -220,8 +215,8 @@ class SoftmaxLoss:
 class InPlaceSoftmaxLoss:
     """f(S) = Σ G ⊙ softmax(S), with a softmax that overwrites its argument (a careless f)."""
 
-    def __init__(self, seed, shape):
-        self.G = rng(seed).normal(size=shape)
+    def __init__(self, g, shape):
+        self.G = g.normal(size=shape)
 
     def __call__(self, S):
         S -= S.max(axis=-1, keepdims=True)
@@ -230,28 +225,27 @@ class InPlaceSoftmaxLoss:
         return float(np.sum(self.G * S))
 
 
-def numerical_gradient_cases():
+def numerical_gradient_cases(g):
     """The losses stay in the grader: the kernel's f is a stand-in the grader evaluates."""
-    return [Case(c.label, (Callback(c.args[0]), *c.args[1:]), c.kwargs) for c in _gradient_check_cases()]
+    return [Case(c.label, (Callback(c.args[0]), *c.args[1:]), c.kwargs) for c in _gradient_check_cases(g)]
 
 
-def _gradient_check_cases():
-    g = rng(503)
+def _gradient_check_cases(g):
     transposed = g.normal(size=(3, 5)).T                               # a (5, 3) view, not C-ordered
     return [
-        Case("f(y) = Σ c·sin(y) + Σ b·y² at x of shape (3, 4)", (SineLoss(5031, (3, 4)), g.normal(size=(3, 4)))),
+        Case("f(y) = Σ c·sin(y) + Σ b·y² at x of shape (3, 4)", (SineLoss(g, (3, 4)), g.normal(size=(3, 4)))),
         Case("the quadratic f(y) = Σ (c·y² + b·y) at x of shape (2, 5) with h = 0.5, where central "
-             "differences are exact", (QuadraticLoss(5032, (2, 5)), g.normal(size=(2, 5))), {"h": 0.5}),
+             "differences are exact", (QuadraticLoss(g, (2, 5)), g.normal(size=(2, 5))), {"h": 0.5}),
         Case("the cubic f(y) = Σ c·y³ at x of shape (4,) with h = 0.01",
-             (CubicLoss(5033, (4,)), g.normal(size=4)), {"h": 0.01}),
+             (CubicLoss(g, (4,)), g.normal(size=4)), {"h": 0.01}),
         Case("the attention loss f(Q) = Σ G ⊙ attention(Q, K, V, causal mask) at Q of shape (2, 3, 6)",
-             (AttentionLoss(5034, (2,), 3, 3, 6, 2, causal=True), g.normal(size=(2, 3, 6)))),
+             (AttentionLoss(g, (2,), 3, 3, 6, 2, causal=True), g.normal(size=(2, 3, 6)))),
         Case("the softmax loss f(S) = Σ G ⊙ softmax(S) at a transposed (not C-ordered) S of shape (5, 3)",
-             (SoftmaxLoss(5035, (5, 3)), transposed)),
-        Case("an integer x = [[2, -1, 0], [1, 3, -2]] with f(y) = Σ c·sin(y) + Σ b·y²",
-             (SineLoss(5036, (2, 3)), np.array([[2, -1, 0], [1, 3, -2]]))),
+             (SoftmaxLoss(g, (5, 3)), transposed)),
+        Case("an integer x of shape (2, 3) with f(y) = Σ c·sin(y) + Σ b·y²",
+             (SineLoss(g, (2, 3)), g.integers(-3, 4, size=(2, 3)))),
         Case("f(S) = Σ G ⊙ softmax(S) computed by a softmax that overwrites its argument, at S of "
-             "shape (3, 4)", (InPlaceSoftmaxLoss(5037, (3, 4)), g.normal(size=(3, 4)))),
+             "shape (3, 4)", (InPlaceSoftmaxLoss(g, (3, 4)), g.normal(size=(3, 4)))),
     ]
 
 
@@ -319,8 +313,7 @@ register(Spec(
 
 # ---------------------------------------------------------------- self_attention_backward
 
-def self_attention_backward_cases():
-    g = rng(504)
+def self_attention_backward_cases(g):
 
     def inputs(batch, T, d_model, d_k, d_v, scale=1.0):
         return (g.normal(size=(*batch, T, d_v)), scale * g.normal(size=(*batch, T, d_model)),

@@ -7,13 +7,12 @@ against the wrong axis), and ``n_heads`` varies from 1 to 5.
 """
 import numpy as np
 
-from ..spec import Bug, Case, Spec, register, rng
+from ..spec import Bug, Case, Spec, register
 
 
 # ---------------------------------------------------------------- split_heads
 
-def split_heads_cases():
-    g = rng(601)
+def split_heads_cases(g):
     return [
         Case("X of shape (5, 6) split into 2 heads of width 3", (g.normal(size=(5, 6)), 2)),
         Case("X of shape (4, 12) split into 3 heads of width 4", (g.normal(size=(4, 12)), 3)),
@@ -66,8 +65,7 @@ register(Spec(
 
 # ---------------------------------------------------------------- merge_heads
 
-def merge_heads_cases():
-    g = rng(602)
+def merge_heads_cases(g):
     return [
         Case("H of shape (2, 5, 3): 2 heads, T = 5, d_h = 3", (g.normal(size=(2, 5, 3)),)),
         Case("H of shape (3, 4, 4)", (g.normal(size=(3, 4, 4)),)),
@@ -125,8 +123,7 @@ def _weights(g, d_model, n_heads, d_h, scale=1.0):
             g.normal(size=(d_model, width)), g.normal(size=(width, d_model)))
 
 
-def multi_head_attention_cases():
-    g = rng(603)
+def multi_head_attention_cases(g):
     causal4 = np.tril(np.ones((4, 4), dtype=bool))
     causal6 = np.tril(np.ones((6, 6), dtype=bool))
     per_sentence = g.random((2, 5, 5)) < 0.6

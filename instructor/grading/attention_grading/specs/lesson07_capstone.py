@@ -16,7 +16,7 @@ beyond one call per case:
 import numpy as np
 
 from ..judge import compare_arrays, describe
-from ..spec import Bug, Call, Case, Learner, Library, Mismatch, Spec, register, rng
+from ..spec import Bug, Call, Case, Learner, Library, Mismatch, Spec, register
 from . import lesson07_mistakes as mistakes
 
 PARAM_NAMES = ("E_name", "E_attr", "W_Q", "W_K", "W_V", "W_out")
@@ -65,8 +65,8 @@ def _random_batch(g, B, T, n_names, n_attrs, n_classes, graded=0.5):
             "targets": targets}
 
 
-def _model_cases(seed):
-    g = rng(seed)
+def _model_cases(g):
+    seed = int(g.integers(1, 1 << 30))
     task_params = _params(g, 9, 7, 5, 6, 4, 6)
     wide = _params(g, 4, 3, 4, 9, 3, 7)
     big = _params(g, 5, 5, 6, 6, 5, 4, spread=6.0)          # scores in the tens to hundreds
@@ -101,7 +101,7 @@ def _forward_bug(mistake):
 
 register(Spec(
     name="model_forward",
-    cases=lambda: _model_cases(701),
+    cases=_model_cases,
     outputs=("logits", "A"),
     bugs=(
         Bug("the scores are not divided by √d_k", _forward_bug("no_scale")),
@@ -171,10 +171,9 @@ def _compare_backward(R, case, mine):
 GRADIENT_CHECK_STEP = 1e-5
 
 
-def gradient_check_calls():
+def gradient_check_calls(g):
     """The learner's own loss at params ± h in every entry (and the analytic gradients), for
     central differences of it: 2 weightings × (1 + 2 × 45 entries) calls, made in one batch."""
-    g = rng(777)
     params = _params(g, 4, 3, 3, 2, 2, 3)
     batch = _random_batch(g, 2, 3, 4, 3, 3, graded=1.0)
     calls = []
@@ -189,7 +188,7 @@ def gradient_check_calls():
     return calls
 
 
-def judge_gradient_check(R, results):
+def judge_gradient_check(R, calls, results):
     """Central differences of the learner's own loss against its own gradients."""
     if any("raised" in r for r in results):
         return ("The gradient check of your model_backward could not run: it raised "
@@ -223,7 +222,7 @@ def judge_gradient_check(R, results):
 
 BACKWARD_SPEC = Spec(
     name="model_backward",
-    cases=lambda: _model_cases(702),
+    cases=_model_cases,
     outputs=("loss",) + GRAD_NAMES,
     rtol=1e-7,
     atol=1e-10,
@@ -252,8 +251,7 @@ register(BACKWARD_SPEC)
 
 # ---------------------------------------------------------------- adam_step
 
-def adam_cases():
-    g = rng(703)
+def adam_cases(g):
     shape = (3, 4)
     p, grad = g.normal(size=shape), g.normal(size=shape)
     m, v = 0.1 * g.normal(size=shape), 0.01 * g.random(shape)
@@ -299,7 +297,7 @@ register(Spec(
 
 # ---------------------------------------------------------------- the outcome of training
 
-def outcome_cases():
+def outcome_cases(g):
     """One call of the learner package's ``fit`` with the learner's two functions: a fresh model,
     trained in the kernel, whose parameters the grader then evaluates on held-out questions."""
     from attention_course import capstone as task

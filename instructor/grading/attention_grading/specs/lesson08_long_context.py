@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..judge import describe
-from ..spec import Bug, Call, Case, Spec, register, rng
+from ..spec import Bug, Call, Case, Spec, register
 
 # The memory check: peak memory at two lengths; from the first to the second (4 times longer) it
 # must grow less than MAX_GROWTH times (like T: about 4; like T²: 16), whatever the constant
@@ -13,8 +13,7 @@ SCORE_MATRIX_BYTES = MEMORY_LENGTHS[-1] ** 2 * 8            # 134 MB at T = 4096
 SPOT_ROWS = (0, 1, 63, 64, 777, 2048, 4095)                  # rows checked against a direct softmax
 
 
-def tiled_cases():
-    g = rng(801)
+def tiled_cases(g):
 
     def qkv(T_q, T_k, d_k, d_v, batch=(), spread=3.0):
         return (spread * g.normal(size=batch + (T_q, d_k)),
@@ -148,9 +147,8 @@ BUGS = (
 
 # ---------------------------------------------------------------- memory that grows like T, not T²
 
-def memory_calls():
+def memory_calls(g):
     """The function at two lengths (full and causal), its peak memory measured in the kernel."""
-    g = rng(808)
     calls = []
     for T in MEMORY_LENGTHS:
         Q, K, V = (g.standard_normal((T, MEMORY_D)) for _ in range(3))
@@ -171,9 +169,8 @@ def _spot_error(Q, K, V, O, causal):
     return error if np.isfinite(error) else float("inf")
 
 
-def judge_memory(R, results):
+def judge_memory(R, calls, results):
     """Peak memory must grow about like T (×4 from T = 1024 to 4096), not like T² (×16)."""
-    calls = memory_calls()
     peaks = {}
     for call, result in zip(calls, results):
         T, causal = call.args[0].shape[0], call.kwargs["causal"]

@@ -1,0 +1,23 @@
+"""The errors grading code raises for problems an instructor can fix. Library code raises them;
+only the command lines (``grade``, ``release``) turn them into a message and an exit status."""
+
+
+class CourseError(Exception):
+    """A problem with the course, its gradebook, its cluster or this machine, explained in the
+    message; nothing was lost. ``exit_status``: what the command line exits with."""
+
+    exit_status = 1
+
+
+class SelectionError(CourseError):
+    """A lesson or student named on the command line that the course does not have."""
+
+    exit_status = 2
+
+
+class GradebookError(CourseError):
+    """The gradebook cannot be used as it is (stale hidden tests, a lesson that cannot be added)."""
+
+
+class ClusterError(CourseError):
+    """The Dask cluster cannot be reached, or none of its workers can grade."""
