@@ -17,6 +17,8 @@ $(STAMP): pyproject.toml
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[instructor]'
+	@# An editable install leaves out the package's data files: the learners' nbgrader configuration.
+	install -m 644 -D src/jupyter_config/nbgrader_config.py $(VENV)/etc/jupyter/nbgrader_config.py
 	@touch $@
 
 ## lab: set up the environment and open JupyterLab on the lessons (notebooks/)

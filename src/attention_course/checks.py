@@ -23,6 +23,8 @@ import warnings
 
 import numpy as np
 
+from . import forms
+
 
 # ---------------------------------------------------------------- failures and where they happened
 
@@ -213,8 +215,8 @@ def _explain_error(exc, fn, named):
                     "the array it came from: pass keepdims=True (np.max(x, axis=axis, keepdims=True)).")
         elif "mask" in code:
             hint = ("The mask's axes do not line up with the scores'. Broadcasting matches axes from the "
-                    "right: give the mask an axis of length 1 wherever the scores have one it lacks (one "
-                    "mask shared by every head: mask[..., None, :, :]).")
+                    "right: give the mask an axis of length 1 wherever the scores have one it lacks "
+                    "(mask[..., None, :, :] adds one just before the last two).")
         else:
             hint = "These shapes do not broadcast: print the shapes on that line and line their axes up from the right."
     elif "mismatch in its core dimension" in text or "shapes not aligned" in text:
@@ -294,34 +296,62 @@ def _calls(fn, name):
     return False
 
 
-def check_earlier(fn, earlier, args, expected, where, atol=1e-9):
-    """Before judging ``fn``: if it calls your ``earlier`` function, confirm that one on a case with
-    a known answer, so a mistake in an earlier exercise is not blamed on this one.
+def _shape_words(args):
+    shapes = [f"{np.shape(a)}" for a in args if isinstance(a, np.ndarray)]
+    return ", ".join(shapes) if shapes else "these arguments"
 
-    ``expected`` is the known result (an array, or a tuple of arrays for a function that returns
-    several); ``where`` says where the earlier function's own check is.
+
+def _earlier_problem(got, expected, atol):
+    """Why ``got`` is not the known answer ``expected`` (an array, a tuple of them, or a function
+    of the result that returns a problem or None), or None."""
+    if callable(expected):
+        return expected(got)
+    if isinstance(expected, tuple) and not (isinstance(got, tuple) and len(got) == len(expected)):
+        return f"it should return {len(expected)} arrays, but it returned {forms.describe(got)}"
+    pairs = list(zip(got, expected)) if isinstance(expected, tuple) else [(got, expected)]
+    for k, (ours, right) in enumerate(pairs):
+        right = np.asarray(right)
+        which = f"output {k + 1}" if len(pairs) > 1 else "result"
+        if not isinstance(ours, np.ndarray) or ours.shape != right.shape or ours.dtype.kind not in "biuf":
+            return f"its {which} should be an array of shape {right.shape}, but it is {forms.describe(ours)}"
+        if not np.allclose(ours, right, rtol=0, atol=atol):
+            return f"its {which} differs from the known answer"
+    return None
+
+
+def check_earlier(fn, earlier, examples, where, atol=1e-9):
+    """Before judging ``fn``: if it calls your ``earlier`` function, confirm that one on examples
+    with known answers, so that a mistake in an earlier exercise is not blamed on this one.
+
+    ``examples`` is a list of ``(args, expected)``: give one for every shape of input this check
+    will make ``fn`` hand to ``earlier`` (a batch, d_k ≠ d_v, ...), since an earlier function can
+    be right on a matrix and wrong on a batch. ``expected`` is the known result (an array, a
+    tuple of arrays) or a function of the result that says what is wrong with it (or None).
+    ``where`` says where the earlier function's own check is.
     """
     name, later = _name_of(earlier), _name_of(fn)
     if not _calls(fn, name):
         return
+    for args, expected in examples:
+        try:
+            got = _quietly(earlier, *args)
+            problem = _earlier_problem(got, expected, atol)
+        except Exception as exc:
+            problem = f"it raised {type(exc).__name__}: {exc}"
+        if problem:
+            raise CheckFailed(f"{later} calls your {name}, and {name} is wrong on an input this check needs "
+                              f"({_shape_words(args)}): {problem}. Fix {name} first (its own check is {where}); "
+                              "then run this cell again.")
+    print(f"✓ your {name}, which {later} calls, gives the known answers on the inputs this check uses")
 
-    def blame(detail):
-        return CheckFailed(f"{later} calls your {name}, and {name} is wrong on this check's first example: "
-                           f"{detail}. Fix {name} first (its own check is {where}); then run this cell again.")
 
-    try:
-        got = _quietly(earlier, *args)
-    except Exception as exc:
-        raise blame(f"it raised {type(exc).__name__}: {exc}") from None
-    if isinstance(expected, tuple) and not (isinstance(got, tuple) and len(got) == len(expected)):
-        raise blame(f"it should return {len(expected)} arrays")
-    pairs = list(zip(got, expected)) if isinstance(expected, tuple) else [(got, expected)]
-    for k, (ours, right) in enumerate(pairs):
-        ours, right = np.asarray(ours), np.asarray(right)
-        if ours.shape != right.shape or ours.dtype.kind not in "biuf" or \
-                not np.allclose(ours, right, rtol=0, atol=atol):
-            raise blame(f"its {f'output {k + 1} ' if len(pairs) > 1 else 'result '}differs from the known answer")
-    print(f"✓ your {name}, which {later} calls, gives the known answer on the first example")
+def check_returns(function, result, names):
+    """``result`` is the tuple ``(names...)`` that ``function`` must return; else say so, in the
+    words the hidden tests use."""
+    problem = forms.returns_problem(function, result, names)
+    if problem:
+        raise CheckFailed(problem)
+    return result
 
 
 # ---------------------------------------------------------------- basic comparisons
@@ -344,24 +374,141 @@ def _is_stub(fn):
 
 
 def check_attempted(fn):
-    """Fails only while ``fn`` is still the stub that raises ``NotImplementedError``.
+    """The visible line of a graded cell: fails while ``fn`` is still the stub that raises
+    ``NotImplementedError``, and, outside grading (the Validate button, a learner running the
+    notebook), while the visible check of ``fn`` above it fails, with that check's message.
 
-    It reads the function instead of calling it: whether the answer is right is for the
-    hidden test to say, and a mistake in a function that ``fn`` calls (an earlier exercise)
-    must not count against ``fn`` here.
+    It reads the function instead of calling it: whether the answer is right is for the hidden
+    tests to say. When nbgrader grades the notebook, only the stub fails here: the hidden tests
+    decide the points, and a check that rejects a right answer must not cost any.
     """
     if _is_stub(fn):
         raise _not_implemented(fn)
-    print(f"✓ {_name_of(fn)} is written; the hidden tests decide the points")
+    name = _name_of(fn)
+    _LEARNER_FUNCTIONS[name] = getattr(fn, "__code__", None)
+    failure = _RECORD.failure_since_definition(name)
+    _RECORD.graded_now.add(name)
+    if os.environ.get("NBGRADER_EXECUTION") == "autograde":
+        return                                    # the grader's verdict follows; nothing to add
+    if failure:
+        raise CheckFailed(f"the check of {name} above failed: {failure}")
+    print(f"✓ {name} passes its visible checks; the hidden tests run when the notebook is graded")
 
 
-def check_shape(name, value, shape):
-    """``value`` is an array of exactly ``shape``."""
-    if not isinstance(value, np.ndarray):
-        raise CheckFailed(f"{name} should be a NumPy array of shape {shape}, got {type(value).__name__}.")
-    if value.shape != tuple(shape):
-        raise CheckFailed(f"{name} has shape {value.shape}, expected {tuple(shape)}.")
+# ---------------------------------------------------------------- what ran in this notebook
+
+#: The learner's graded functions seen by a check: name -> code object.
+_LEARNER_FUNCTIONS = {}
+
+
+def _one_line(exc):
+    text = str(exc) if isinstance(exc, CheckFailed) else f"{type(exc).__name__}: {exc}"
+    return " ".join(text.split())
+
+
+class _Record:
+    """The cells this kernel ran, in order (IPython's ``post_run_cell``): the functions each one
+    defined, the graded functions whose ``check_attempted`` it ran, and the one-line message of
+    its error, if it raised one."""
+
+    def __init__(self):
+        self.cells = []
+        self.graded_now = set()
+
+    def after_cell(self, result):
+        source = getattr(getattr(result, "info", None), "raw_cell", "") or ""
+        error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
+        defined = set(re.findall(r"^def\s+(\w+)\s*\(", source, re.MULTILINE))
+        self.cells.append({"defined": defined, "graded": self.graded_now,
+                           "error": _one_line(error) if error is not None else None})
+        self.graded_now = set()
+
+    def failure_since_definition(self, name):
+        """The first error of the cells run after ``name`` was last defined and before its first
+        graded cell (its visible checks, in a notebook run top to bottom), or None."""
+        for index in range(len(self.cells) - 1, -1, -1):
+            if name in self.cells[index]["defined"]:
+                for cell in self.cells[index + 1:]:
+                    if name in cell["graded"]:
+                        return None
+                    if cell["error"]:
+                        return cell["error"]
+                return None
+        return None
+
+
+_RECORD = _Record()
+
+
+def _demonstration_lines(value, tb, source):
+    """One line for an error in a cell that uses the learner's functions, naming the function to
+    fix (the one the error came out of, or one whose check failed), or None."""
+    if isinstance(value, CheckFailed):
+        return None
+    codes = {code: name for name, code in _LEARNER_FUNCTIONS.items() if code is not None}
+    inside = None
+    while tb is not None:
+        if tb.tb_frame.f_code in codes:
+            inside = inside or (codes[tb.tb_frame.f_code], tb.tb_lineno)
+        tb = tb.tb_next
+    if inside:
+        name, line = inside
+        return [f"\x1b[1;31m{type(value).__name__}\x1b[0m raised in your {name} (line {line} of its cell): "
+                f"{' '.join(str(value).split())}. This demonstration calls {name}: fix it (its check is the "
+                "cell after its definition), then run this cell again."]
+    used = [name for name in _LEARNER_FUNCTIONS if re.search(rf"\b{re.escape(name)}\s*\(", source)]
+    failed = [(name, _RECORD.failure_since_definition(name)) for name in used]
+    failed = [(name, why) for name, why in failed if why]
+    if failed:
+        name, why = failed[0]
+        return [f"\x1b[1;31m{type(value).__name__}\x1b[0m: this demonstration uses your {name}, whose check "
+                f"failed above ({why[:200]}{'…' if len(why) > 200 else ''}): fix {name}, then run this cell again."]
+    return None
+
+
+def _show_error(shell, etype, value, tb, tb_offset=None):
+    """IPython's handler for errors in a cell: one line when the error comes from the learner's
+    function (or one whose check failed), the usual traceback otherwise."""
+    try:
+        lines = _demonstration_lines(value, tb, shell.user_ns.get("_ih", [""])[-1] if shell else "")
+        if lines:
+            value._render_traceback_ = lambda: lines
+    except Exception:                             # never let the explanation hide the error
+        pass
+    shell.showtraceback((etype, value, tb), tb_offset=tb_offset, running_compiled_code=True)
+
+
+def _follow_the_notebook():
+    """Record what every cell does (for ``check_attempted``) and show demonstration errors in
+    one line, when this module is imported in an IPython kernel."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or getattr(shell, "_attention_checks_followed", False):
+        return
+    shell._attention_checks_followed = True
+    shell.events.register("post_run_cell", _RECORD.after_cell)
+    shell.set_custom_exc((Exception,), _show_error)
+
+
+def check_shape(name, value, shape, boolean=False):
+    """``value`` is an array of exactly ``shape`` holding float64 numbers (booleans with
+    ``boolean``): the form the hidden tests require, in their words."""
+    problem = forms.array_problem(name, value, shape, boolean=boolean)
+    if problem:
+        raise CheckFailed(problem)
     print(f"✓ {name} has shape {value.shape}")
+
+
+def _distinct(a, b, least=4):
+    """``a`` and ``b`` written with as few significant digits (at least ``least``) as tell them apart."""
+    for digits in range(least, 18):
+        x, y = f"{a:.{digits}g}", f"{b:.{digits}g}"
+        if x != y:
+            return x, y
+    return repr(float(a)), repr(float(b))
 
 
 def _where_nan(value):
@@ -390,6 +537,8 @@ def cmp(name, ours, expected, atol=1e-6, hint="", nan_hint=""):
         raise CheckFailed(f"{name}: shape {ours.shape}, expected {expected.shape}. {hint}".strip())
     if ours.dtype.kind not in "biuf":
         raise CheckFailed(f"{name}: expected numbers, got an array of dtype {ours.dtype}.")
+    if ours.dtype.kind == "f" and ours.dtype != np.float64:
+        raise CheckFailed(forms.array_problem(name, ours))
     if np.isnan(ours).any():
         raise CheckFailed(f"{name} contains NaN {_where_nan(ours)}: "
                           f"{np.array2string(ours, precision=4)}. {nan_hint}".strip())
@@ -402,9 +551,10 @@ def cmp(name, ours, expected, atol=1e-6, hint="", nan_hint=""):
             ratio = ours.astype(float)[nonzero] / expected[nonzero]
             if np.allclose(ratio, ratio.flat[0], rtol=1e-6) and abs(ratio.flat[0] - 1) > 1e-3:
                 factor = f" Yours is {ratio.flat[0]:.4g} times the expected value everywhere."
+        mine, right = _distinct(float(ours[where]), float(expected[where]), least=6)
         raise CheckFailed(
             f"{name} is off by up to {gap.max():.3g} (tolerance {atol:g}); at index {where} "
-            f"you have {ours[where]:.6g}, expected {expected[where]:.6g}.{factor} {hint}".strip())
+            f"you have {mine}, expected {right}.{factor} {hint}".strip())
     print(f"✓ {name} matches to {atol:g}")
 
 
@@ -468,18 +618,17 @@ def check_no_numpy_warning(what, fn, *args, hint="", **kwargs):
 
 def check_causal_mask(name, mask, T):
     """``mask`` is the boolean ``(T, T)`` causal mask: True on and below the diagonal, False above."""
-    if not isinstance(mask, np.ndarray):
-        raise CheckFailed(f"{name} should be a NumPy array, got {type(mask).__name__}.")
-    if mask.shape != (T, T):
-        raise CheckFailed(f"{name} has shape {mask.shape}, expected ({T}, {T}): one row per reading "
-                          "position, one column per position read.")
-    if mask.dtype != bool:
+    problem = forms.array_problem(name, mask, (T, T), boolean=True)
+    if problem:
         extra = ""
-        if mask.dtype.kind == "f" and np.isinf(mask).any():
+        if isinstance(mask, np.ndarray) and mask.shape != (T, T):
+            extra = " One row per reading position, one column per position read."
+        elif isinstance(mask, np.ndarray) and mask.dtype.kind == "f" and np.isinf(mask).any():
             extra = (" It holds -inf: that is the additive form (0 where allowed, -inf where blocked) "
-                     "that some texts add to the scores. Here a mask is boolean: True = may attend.")
-        raise CheckFailed(f"{name} has dtype {mask.dtype}, but a mask must be boolean "
-                          f"(True = may attend); build it with dtype=bool.{extra}")
+                     "that some texts add to the scores. Here a mask is boolean: build it with dtype=bool.")
+        elif isinstance(mask, np.ndarray):
+            extra = " Build it with dtype=bool."
+        raise CheckFailed(problem + extra)
     i, j = np.indices((T, T))
     diagonal, future, past = mask[i == j], mask[j > i], mask[j < i]
     if T > 1 and not diagonal.any() and future.all() and not past.any():
@@ -550,10 +699,11 @@ def check_masked_rows(name, weights, mask, scores=None, hint=""):
         scores = np.broadcast_to(np.asarray(scores, dtype=float), weights.shape)
         right = _row_softmax(np.where(mask, scores, -np.inf))
         if not np.allclose(weights, right, rtol=1e-9, atol=1e-12):
-            for explanation, wrong in _masked_mistakes(scores, mask):
-                if not np.allclose(wrong, right, atol=1e-12) and \
-                        np.allclose(weights, wrong, rtol=1e-9, atol=1e-12, equal_nan=True):
-                    raise CheckFailed(f"{name} is exactly what you get when {explanation}.")
+            matched = [explanation for explanation, wrong in _masked_mistakes(scores, mask)
+                       if not np.allclose(wrong, right, atol=1e-12)
+                       and np.allclose(weights, wrong, rtol=1e-9, atol=1e-12, equal_nan=True)]
+            if len(matched) == 1:                  # two causes with the same weights name neither
+                raise CheckFailed(f"{name} is exactly what you get when {matched[0]}.")
     visible = mask.any(axis=-1)                                    # (...,) rows with something to read
     if np.isnan(weights).any():
         rows = np.argwhere(np.isnan(weights).any(axis=-1))
@@ -581,27 +731,35 @@ def check_masked_rows(name, weights, mask, scores=None, hint=""):
     if hidden.max() > 1e-12:
         where = tuple(int(v) for v in np.unravel_index(np.argmax(hidden), hidden.shape))
         flipped = np.abs(np.where(mask, weights, 0.0)).max() <= 1e-12
-        raise CheckFailed(f"{name} puts weight {weights[where]:.4g} at {where}, where the mask is False. " + (
-            "All the weight sits where the mask is False and none where it is True: the polarity is "
-            "reversed. True means 'may attend'." if flipped else
-            hint or "Masked positions must get exactly 0: replace their scores by -inf before the softmax."))
+        square = mask.shape[-1] == mask.shape[-2] if mask.ndim >= 2 else False
+        transposed = square and np.abs(np.where(np.swapaxes(mask, -1, -2), 0.0, weights)).max() <= 1e-12
+        unmasked = bool((np.abs(weights)[~mask] > 0).all())
+        why = ("All the weight sits where the mask is False and none where it is True: the polarity is "
+               "reversed. True means 'may attend'." if flipped else
+               "Every weight is 0 where the transposed mask is False: the mask was applied transposed "
+               "(row i must read the columns j that row i of the mask allows)." if transposed else
+               hint or ("No hidden position gets weight 0: the mask is not applied to these weights."
+                        if unmasked else "Masked positions must get exactly 0."))
+        raise CheckFailed(f"{name} puts weight {weights[where]:.4g} at {where}, where the mask is False. {why}")
     sums = weights.sum(axis=-1)[visible]
     empty = np.argwhere(visible & (np.abs(weights).sum(axis=-1) == 0))
     if empty.size:
         row = tuple(int(r) for r in empty[0])
         row = row[0] if len(row) == 1 else row
-        raise CheckFailed(f"row {row} of {name} is all zeros although it may read some positions. Does "
-                          "your mask hide more than it should? A strict triangle (no diagonal) leaves the "
-                          "first position with nothing to read.")
+        diagonal = np.diagonal(weights, axis1=-2, axis2=-1) if weights.shape[-1] == weights.shape[-2] else None
+        on_diagonal = diagonal is not None and np.diagonal(mask, axis1=-2, axis2=-1).all() and not diagonal.any()
+        raise CheckFailed(f"row {row} of {name} is all zeros although the mask lets it read "
+                          f"{int(mask[tuple(empty[0])].sum())} position(s)." + (
+                              " Every weight on the diagonal is 0 too: a position must be allowed to read "
+                              "itself (j ≤ i), and without the diagonal the first one has nothing to read."
+                              if on_diagonal else ""))
     if not np.allclose(sums, 1.0, atol=1e-9):
         shown = np.array2string(sums[:6], precision=4, separator=", ")
-        if (sums > 1 + 1e-9).any():
-            raise CheckFailed(f"rows of {name} that can see something sum to {shown}, and some to more "
-                              "than 1: the weights are not normalised along each row. Normalise over the "
-                              "last axis (each row), not down the columns.")
-        raise CheckFailed(f"rows of {name} that can see something sum to {shown}, less than 1, although "
-                          "the hidden positions get 0: the hidden weights were probably zeroed after the "
-                          "softmax, which keeps them in the denominator. Mask the scores before the softmax.")
+        columns = weights.ndim >= 2 and np.allclose(weights.sum(axis=-2), 1.0, atol=1e-9)
+        raise CheckFailed(f"rows of {name} that can see something sum to {shown}, not 1" + (
+            ", but its columns sum to 1: it is normalised down the columns (axis -2) instead of along "
+            "each row (the last axis)." if columns else
+            ": each row must be normalised by the sum of its own visible weights."))
     print(f"✓ {name} respects the mask: hidden positions get 0, every row that sees something sums to 1"
           + (", blind rows are all 0" if (~visible).any() else ""))
 
@@ -660,8 +818,9 @@ def check_score_scale(name, weights, raw_scores, d_k, width="d_k", **other_width
             raise CheckFailed(f"{name} is what you get by dividing the scores by {said}. The scale "
                               f"is 1/{root} with {width} = {d_k}" + (
                                   " = K.shape[-1]." if width == "d_k" else "."))
-    raise CheckFailed(f"{name} is what you get by dividing the scores by {divisor:.4g}, but the "
-                      f"divisor should be {root} = {np.sqrt(d_k):.4g} ({width} = {d_k}).")
+    yours, right = _distinct(divisor, float(np.sqrt(d_k)))
+    raise CheckFailed(f"{name} is what you get by dividing the scores by {yours}, but the "
+                      f"divisor should be {root} = {right} ({width} = {d_k}).")
 
 
 def check_statistic(name, value, expected, standard_error, within=5.0, hint="", fingerprints=()):
@@ -670,10 +829,9 @@ def check_statistic(name, value, expected, standard_error, within=5.0, hint="", 
     ``fingerprints`` are ``(what you probably computed, the value that gives)``: when ``value`` is
     off and lies within 5 % of one of them, that is named instead of ``hint``.
     """
-    if isinstance(value, np.ndarray) or not isinstance(value, (float, np.floating)):
-        shape = f" of shape {value.shape}" if isinstance(value, np.ndarray) else ""
-        raise CheckFailed(f"{name} should be a float, but its type is {type(value).__name__}{shape}: "
-                          "return float(...).")
+    problem = forms.float_problem(name.split("(")[0], value)
+    if problem:
+        raise CheckFailed(problem)
     if not np.isfinite(value):
         raise CheckFailed(f"{name} is {value}. {hint}".strip())
     z = (float(value) - expected) / standard_error
@@ -697,21 +855,22 @@ def cmp_known_mistakes(name, ours, expected, mistakes=(), atol=1e-9, hint="", na
     the explanation completes the sentence "it is exactly what you get when ...". NaN in the
     same places counts as equal, so a mistake that produces NaN can be named too.
     """
-    if not isinstance(ours, np.ndarray):
-        raise CheckFailed(f"{name} should be a NumPy array of shape {np.shape(expected)}, "
-                          f"got {type(ours).__name__}.")
+    problem = forms.array_problem(name, ours, None if isinstance(ours, np.ndarray) else np.shape(expected))
+    if problem:
+        raise CheckFailed(problem)
     expected = np.asarray(expected, dtype=float)
-    if ours.shape == expected.shape and ours.dtype.kind in "biuf" and \
-            np.allclose(ours, expected, rtol=1e-9, atol=atol):
+    if ours.shape == expected.shape and np.allclose(ours, expected, rtol=1e-9, atol=atol):
         print(f"✓ {name} matches to {atol:g}")
         return
+    matched = []
     for explanation, wrong in mistakes:
         wrong = np.asarray(wrong, dtype=float)
         if wrong.shape == expected.shape and np.allclose(wrong, expected, rtol=1e-9, atol=atol):
             continue                                  # this example cannot tell that mistake apart
-        if wrong.shape == ours.shape and ours.dtype.kind in "biuf" and \
-                np.allclose(ours, wrong, rtol=1e-9, atol=atol, equal_nan=True):
-            raise CheckFailed(f"{name} is not right: it is exactly what you get when {explanation}.")
+        if wrong.shape == ours.shape and np.allclose(ours, wrong, rtol=1e-9, atol=atol, equal_nan=True):
+            matched.append(explanation)
+    if len(set(matched)) == 1:                        # two causes with the same result name neither
+        raise CheckFailed(f"{name} is not right: it is exactly what you get when {matched[0]}.")
     cmp(name, ours, expected, atol=atol, hint=hint, nan_hint=nan_hint)
 
 
@@ -808,7 +967,7 @@ def check_gradient(name, analytic, f, x, tol=1e-7, h=1e-5, hint="", alternatives
     """
     x = np.array(x, dtype=float)
     if not isinstance(analytic, np.ndarray):
-        raise CheckFailed(f"{name} should be a NumPy array of shape {x.shape}, got {type(analytic).__name__}.")
+        raise CheckFailed(forms.array_problem(name, analytic, x.shape))
     if analytic.shape != x.shape:
         why = ""
         if analytic.ndim > x.ndim and analytic.shape[analytic.ndim - x.ndim:] == x.shape:
@@ -816,8 +975,11 @@ def check_gradient(name, analytic, f, x, tol=1e-7, h=1e-5, hint="", alternatives
                    "batch collects the sum of them over the leading axes.")
         elif analytic.shape == x.shape[::-1]:
             why = " It is transposed: for P = X W the weight gradient is Xᵀ dP, shaped like W."
-        raise CheckFailed(f"{name} has shape {analytic.shape}, but a gradient has the shape of what it "
-                          f"differentiates: {x.shape}.{why}")
+        raise CheckFailed(f"{forms.array_problem(name, analytic, x.shape)} A gradient has the shape of what it "
+                          f"differentiates.{why}")
+    problem = forms.array_problem(name, analytic, x.shape)
+    if problem:
+        raise CheckFailed(problem)
     if not np.isfinite(analytic).all():
         raise CheckFailed(f"{name} contains NaN or inf {_where_nan(np.where(np.isfinite(analytic), 0.0, np.nan))}.")
     numeric = _central_differences(f, x, h)
@@ -916,17 +1078,18 @@ def check_model_gradients(model_backward, params, data, settings, n_graded):
     """
     table = {}
     for flags in settings:
-        loss, grads = call(model_backward, params, data, **flags)
+        loss, grads = check_returns("model_backward", call(model_backward, params, data, **flags), ("loss", "grads"))
+        if not isinstance(grads, dict):
+            raise CheckFailed(f"grads should be a dict keyed like params, but it is {forms.describe(grads)}.")
         key = str(flags or "the real model")
         table[key] = {}
         print(f"--- {key}: loss {float(loss):.6f}")
         for name in BACKPROP_ORDER:
             analytic = grads.get(name) if isinstance(grads, dict) else None
             shape = np.shape(params[name])
-            if not isinstance(analytic, np.ndarray) or analytic.shape != shape:
-                raise CheckFailed(f"grads[{name!r}] should be an array of shape {shape} (the shape of "
-                                  f"params[{name!r}]), got {type(analytic).__name__} "
-                                  f"{getattr(analytic, 'shape', '')}.")
+            problem = forms.array_problem(f"grads[{name!r}]", analytic, shape)
+            if problem:
+                raise CheckFailed(f"{problem} (A gradient has the shape of params[{name!r}].)")
             if not np.isfinite(analytic).all():
                 raise CheckFailed(f"grads[{name!r}] contains NaN or inf with {key}.")
 
@@ -947,3 +1110,56 @@ def check_model_gradients(model_backward, params, data, settings, n_graded):
     d_k = np.shape(params["W_K"])[1]
     raise CheckFailed("the gradients disagree with central differences (the ✗ above): "
                       + _diagnose_model_gradients(table, n_graded, d_k))
+
+
+def _mean_cross_entropy(logits, targets):
+    """The mean cross-entropy of ``logits`` over the positions whose target is >= 0."""
+    logits, targets = np.asarray(logits, dtype=float), np.asarray(targets)
+    graded = targets >= 0
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    picked = np.take_along_axis(log_probs, np.where(graded, targets, 0)[..., None], axis=-1)[..., 0]
+    return float(-picked[graded].sum() / max(int(graded.sum()), 1))
+
+
+def check_loss_matches_forward(model_backward, model_forward, params, data, settings):
+    """For every switch setting, the loss ``model_backward`` returns is the mean cross-entropy of the
+    logits ``model_forward`` gives on the same batch. A backward pass that computes another model
+    consistently (the scale left out of its loss *and* its gradients, say) passes a gradient check
+    of its own loss; it does not pass this. A cause is named only when a computed alternative
+    reproduces the loss exactly."""
+    targets = np.asarray(data["targets"])
+    n_graded, n_all = int((targets >= 0).sum()), targets.size
+    for flags in settings:
+        loss, _ = check_returns("model_backward", call(model_backward, params, data, **flags), ("loss", "grads"))
+        logits, _ = check_returns("model_forward", call(model_forward, params, data, **flags), ("logits", "A"))
+        expected = _mean_cross_entropy(logits, targets)
+        loss = float(loss)
+        if np.isclose(loss, expected, rtol=1e-9, atol=1e-12):
+            continue
+        setting = ", ".join(f"{k}={v!r}" for k, v in flags.items()) or "the real model"
+        causes = []
+        for switch, meaning in (("scale", "the 1/√d_k scale"), ("causal", "the causal mask")):
+            other = {**flags, switch: not flags.get(switch, True)}
+            other_loss = _mean_cross_entropy(_quietly(model_forward, params, data, **other)[0], targets)
+            if np.isclose(loss, other_loss, rtol=1e-9, atol=1e-12):
+                done = "leaves out" if flags.get(switch, True) else "applies"
+                causes.append(f"the forward pass inside model_backward {done} {meaning}: its loss is the loss "
+                              f"model_forward gives with {switch}={other[switch]}")
+        if np.isclose(loss, expected * n_graded / n_all, rtol=1e-9):
+            causes.append(f"the loss is averaged over all {n_all} positions of the batch instead of the "
+                          f"{n_graded} that have a target")
+        if np.isclose(loss, expected * n_graded, rtol=1e-9):
+            causes.append(f"the loss is summed over the {n_graded} positions with a target instead of averaged")
+        mine, right = _distinct(loss, expected)
+        raise CheckFailed(f"with {setting}, model_backward returns the loss {mine}, but the mean cross-entropy of "
+                          f"the logits your model_forward gives on the same batch (over the {n_graded} positions "
+                          f"with a target) is {right}: the two compute different models. " + (
+                              f"This is exactly what you get when {causes[0]}." if len(causes) == 1 else
+                              "Make the forward pass inside model_backward the model of model_forward, and its "
+                              "loss the mean over the positions with a target."))
+    print("✓ the loss of model_backward is the mean cross-entropy of model_forward's logits, for every setting")
+
+
+
+_follow_the_notebook()

@@ -65,7 +65,13 @@ def online_softmax_mistakes(Q, K, V, block_size, causal=False):
     stale = np.exp(s - m_j)                                         # each term relative to its block's max
     l, l_stale = right.sum(axis=-1, keepdims=True), stale.sum(axis=-1, keepdims=True)
     acc, acc_stale = right @ V, stale @ V
-    return [
+    upside_down = []
+    with np.errstate(over="ignore"):
+        if np.isfinite(np.exp(s[np.isfinite(s)])).all():   # NaN everywhere is then this mistake, not an overflow
+            upside_down = [("the correction is upside down, exp(m_new − m_old): at the first block m_old = −inf, "
+                            "so it is exp(+inf) = inf, and inf · 0 is NaN. It must be exp(m_old − m_new) ≤ 1",
+                            np.full(acc.shape, np.nan))]
+    return upside_down + [
         ("the running sum l is not multiplied by exp(m_old − m_new) when a block raises the max",
          acc / l_stale),
         ("the accumulator is not multiplied by exp(m_old − m_new) when a block raises the max",

@@ -38,6 +38,26 @@ def softmax(x, axis=-1):
     e = np.exp(x - np.max(x, axis=axis))
     return e / np.sum(e, axis=axis)
 ''',
+        "rejects_lists": '''
+def softmax(x, axis=-1):
+    shifted = x - x.max(axis=axis, keepdims=True)       # a list has no .max: it is not an array yet
+    e = np.exp(shifted)
+    return e / e.sum(axis=axis, keepdims=True)
+''',
+        "integer_output_array": '''
+def softmax(x, axis=-1):
+    x = np.asarray(x)
+    out = np.empty_like(x)                               # an integer x makes an integer array
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    out[...] = e / np.sum(e, axis=axis, keepdims=True)
+    return out
+''',
+        "max_reshaped_to_a_column": '''
+def softmax(x, axis=-1):
+    x = np.asarray(x, dtype=float)
+    e = np.exp(x - x.max(axis=axis).reshape(-1, 1))     # a column: right for a matrix, wrong for a batch
+    return e / e.sum(axis=axis).reshape(-1, 1)
+''',
     },
     "contextualize": {
         "no_scale": '''
@@ -72,6 +92,12 @@ def contextualize(X):
     A = softmax(X @ np.swapaxes(X, -1, -2), axis=-1)
     return A @ (X * root), A
 ''',
+        "returns_a_list": '''
+def contextualize(X):
+    X = np.asarray(X, dtype=float)
+    A = softmax(X @ np.swapaxes(X, -1, -2) / np.sqrt(X.shape[-1]), axis=-1)
+    return [A @ X, A]
+''',
     },
 }
 
@@ -85,7 +111,10 @@ DIAGNOSES = {
         "global_max": ("whole array",),
         "mutates_input": ("in place",),
         "ignores_axis": ("along axis -1 instead of axis 0",),
-        "max_without_keepdims": ("keepdims",),
+        "max_without_keepdims": ('pass keepdims=true',),
+        "rejects_lists": ('raised attributeerror', 'list'),
+        "integer_output_array": ('has dtype int64', 'float64'),
+        "max_reshaped_to_a_column": ('has shape (1, 5)',),
     },
     "contextualize": {
         "no_scale": ("not scaled",),
@@ -93,6 +122,7 @@ DIAGNOSES = {
         "column_softmax": ("column",),
         "plain_transpose_breaks_batches": (".t reverses",),
         "scales_X_in_place": ("in place", "argument x"),
+        "returns_a_list": ('should return a tuple', 'return y, a'),
     },
 }
 

@@ -32,6 +32,18 @@ def dot_product_variance(d_k, n_samples=100_000, seed=0):
     q, k = g.random((n_samples, d_k)), g.random((n_samples, d_k))
     return float(np.var(np.sum(q * k, axis=1)))
 ''',
+        "ignores_n_samples": '''
+def dot_product_variance(d_k, n_samples=100_000, seed=0):
+    g = np.random.default_rng(seed)
+    q, k = g.standard_normal((100_000, d_k)), g.standard_normal((100_000, d_k))   # always 100,000 pairs
+    return float(np.var(np.sum(q * k, axis=1)))
+''',
+        "fixed_seed_zero": '''
+def dot_product_variance(d_k, n_samples=100_000, seed=0):
+    g = np.random.default_rng(0)                        # the same draws whatever seed is asked for
+    q, k = g.standard_normal((n_samples, d_k)), g.standard_normal((n_samples, d_k))
+    return float(np.var(np.sum(q * k, axis=1)))
+''',
     },
     "softmax_jacobian": {
         "sign_flipped": '''
@@ -53,6 +65,11 @@ def softmax_jacobian(p):
 def softmax_jacobian(p):
     p = np.asarray(p, dtype=float)
     return np.outer(p, 1 - p)
+''',
+        "rejects_lists": '''
+def softmax_jacobian(p):
+    n = p.shape[0]                                      # a list has no .shape
+    return np.diag(p) - np.outer(p, p).reshape(n, n)
 ''',
     },
     "scaled_dot_product_attention": {
@@ -168,6 +185,17 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     A = np.nan_to_num(A, nan=0.0)
     return A @ V, A
 ''',
+        "exp_without_max": '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    e = np.exp(scores)                                  # overflows for scores in the hundreds
+    if mask is not None:
+        e = e * np.asarray(mask, dtype=bool)
+    total = e.sum(axis=-1, keepdims=True)
+    A = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    return A @ V, A
+''',
     },
 }
 
@@ -177,16 +205,19 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
 DIAGNOSES = {
     "dot_product_variance": {
         "standard_deviation": ("standard deviation",),
-        "variance_of_scaled_scores": ("divided by √d_k",),
-        "products_not_summed": ("not summed",),
-        "seed_ignored": ("seed",),
+        "variance_of_scaled_scores": ('does not grow with d_k',),
+        "products_not_summed": ('does not grow with d_k',),
+        "seed_ignored": ('two calls with seed=3 gave different values',),
         "uniform_instead_of_normal": ("uniformly",),
+        "ignores_n_samples": ('n_samples argument is ignored',),
+        "fixed_seed_zero": ('seed=3 and seed=4 gave the same value',),
     },
     "softmax_jacobian": {
         "sign_flipped": ("sign is flipped",),
         "diagonal_only": ("only the diagonal",),
         "identity_instead_of_diag_p": ("identity",),
         "kronecker_delta_dropped": ("kronecker delta is dropped",),
+        "rejects_lists": ('raised attributeerror', 'list'),
     },
     "scaled_dot_product_attention": {
         "no_scale": ("not scaled",),
@@ -195,10 +226,11 @@ DIAGNOSES = {
         "mask_after_softmax": ("zeroed after the softmax",),
         "mask_polarity_reversed": ("polarity",),
         "large_negative_fill": ("-1e9",),
-        "nan_on_rows_with_nothing_visible": ("may read nothing",),
+        "nan_on_rows_with_nothing_visible": ('may read nothing', 'warn'),
         "plain_transpose_breaks_batches": (".t reverses",),
         "scales_Q_in_place": ("in place", "argument q"),
-        "scipy_with_warnings_then_cleanup": ("warn",),
+        "scipy_with_warnings_then_cleanup": ('may read nothing', 'warn'),
+        "exp_without_max": ('overflow',),
     },
 }
 

@@ -150,6 +150,15 @@ def causal_self_attention(X, W_Q, W_K, W_V):
     A = masked_softmax(Q @ K.T / np.sqrt(K.shape[-1]), np.tril(np.ones((T, T), dtype=bool)))
     return A @ V, A
 ''',
+        "returns_a_list": '''
+def causal_self_attention(X, W_Q, W_K, W_V):
+    X = np.asarray(X, dtype=float)
+    Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+    T = X.shape[-2]
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    A = softmax(np.where(np.tril(np.ones((T, T), dtype=bool)), scores, -np.inf), axis=-1)
+    return [A @ V, A]
+''',
     },
 }
 
@@ -161,17 +170,17 @@ DIAGNOSES = {
         "strict_lower_triangle": ("false on the diagonal",),
         "triu_instead_of_tril": ("upper triangle",),
         "polarity_reversed_true_means_blocked": ("reversed",),
-        "float_ones_not_bool": ("boolean",),
+        "float_ones_not_bool": ('not dtype float64. build it',),
         "additive_minus_inf_form": ("additive",),
         "hard_coded_size": ("causal_mask(1) has shape (4, 4)",),
     },
     "masked_softmax": {
         "mask_after_softmax": ("zeroed after the softmax",),
-        "nan_on_fully_masked_rows": ("may read nothing",),
+        "nan_on_fully_masked_rows": ('may read nothing', 'warn'),
         "polarity_reversed_true_means_blocked": ("polarity",),
         "fill_minus_1e9_blind_rows_uniform": ("-1e9",),
         "max_over_hidden_scores_too": ("visible scores only",),
-        "nan_to_num_after_the_fact_warns": ("may read nothing", "warn"),
+        "nan_to_num_after_the_fact_warns": ('may read nothing', 'warn'),
         "multiplies_scores_by_mask": ("multiplied by the mask",),
         "fills_scores_in_place": ("in place",),
         "normalises_down_the_columns": ("down the columns",),
@@ -179,11 +188,12 @@ DIAGNOSES = {
     "causal_self_attention": {
         "no_mask": ("never applied",),
         "mask_after_softmax": ("zeroed after the softmax",),
-        "strict_mask_no_self": ("strict triangle",),
+        "strict_mask_no_self": ('read itself',),
         "mask_with_triu": ("triu",),
         "scale_by_sqrt_d_v": ("√d_v",),
         "hard_coded_shape_breaks_batches": ("wrong axis", "x.shape[-2]"),
         "plain_transpose_breaks_batches": (".t reverses",),
+        "returns_a_list": ('should return a tuple', 'return o, a'),
     },
 }
 

@@ -36,6 +36,12 @@ def softmax_backward(dA, A):
     J = np.diag(A) - np.outer(A, A)
     return J @ dA
 ''',
+        "subtracts_in_place_on_a_copy": '''
+def softmax_backward(dA, A):
+    dS = np.array(dA)                                   # keeps dA's dtype: integers stay integers
+    dS -= np.sum(np.asarray(dA) * A, axis=-1, keepdims=True)
+    return A * dS
+''',
     },
     "numerical_gradient": {
         "forward_difference": '''
@@ -110,6 +116,21 @@ def numerical_gradient(f, x, h=1e-5):
         f_minus = f(probe)
         probe[i] = old
         grad[i] = (f_plus - f_minus) / (2 * h)
+    return grad
+''',
+        "perturbs_a_flat_reshape": '''
+def numerical_gradient(f, x, h=1e-5):
+    x = np.asarray(x, dtype=float)                      # no copy for a float64 x
+    grad = np.zeros(x.shape)
+    flat, flat_grad = x.reshape(-1), grad.reshape(-1)   # a view, or a silent copy when x is not C-ordered
+    for k in range(flat.size):
+        old = flat[k]
+        flat[k] = old + h
+        up = f(x.copy())
+        flat[k] = old - h
+        down = f(x.copy())
+        flat[k] = old
+        flat_grad[k] = (up - down) / (2 * h)
     return grad
 ''',
     },
@@ -220,16 +241,18 @@ DIAGNOSES = {
         "plain_row_sum": ("plain sum",),
         "diagonal_of_jacobian_only": ("only the diagonal",),
         "weighted_sum_down_the_columns": ("axis=0",),
-        "sum_without_keepdims": ("keepdims",),
+        "sum_without_keepdims": ('pass keepdims=true',),
         "jacobian_for_one_row_only": ("one row at a time",),
+        "subtracts_in_place_on_a_copy": ('cannot cast ufunc',),
     },
     "numerical_gradient": {
         "forward_difference": ("forward difference",),
         "divides_by_h": ("instead of 2h",),
         "mutates_x_and_never_restores": ("in place",),
-        "integer_copy": ("float64",),
+        "integer_copy": ('rounds x ± h back to an integer',),
         "ignores_h": ("ignored",),
         "hands_f_the_working_array": ("fresh copy",),
+        "perturbs_a_flat_reshape": ('not c-ordered',),
     },
     "attention_backward": {
         "dV_not_transposed": ("a do instead of aᵀ do",),
@@ -240,7 +263,7 @@ DIAGNOSES = {
         "plain_transpose_breaks_batches": (".t reverses",),
     },
     "self_attention_backward": {
-        "weights_not_summed_over_batch": ("sum",),
+        "weights_not_summed_over_batch": ('extra leading axes',),
         "dX_misses_the_key_path": ("key path",),
         "transposed_weight_gradients": ("transposed",),
         "mask_dropped": ("mask is left out",),

@@ -38,6 +38,12 @@ def split_heads(X, n_heads):
     width = X.shape[-1]
     return X.reshape(*X.shape[:-1], n_heads, width // n_heads).transpose(1, 0, 2)
 ''',
+        "keeps_integer_dtype": '''
+def split_heads(X, n_heads):
+    X = np.asarray(X)                                   # an integer X stays integer
+    *batch, T, width = X.shape
+    return np.swapaxes(X.reshape(*batch, T, n_heads, width // n_heads), -3, -2)
+''',
     },
     "merge_heads": {
         "reshape_without_transpose": '''
@@ -191,6 +197,7 @@ DIAGNOSES = {
         "only_works_without_batch": ("*batch",),
         "hard_coded_two_heads": ("fixed at 2",),
         "transpose_ignores_batch": ("swapaxes",),
+        "keeps_integer_dtype": ('has dtype int64',),
     },
     "merge_heads": {
         "reshape_without_transpose": ("reshaped straight",),

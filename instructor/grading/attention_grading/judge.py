@@ -5,43 +5,28 @@ Runs in the grader, never in the kernel. Its inputs are the cases the grader bui
 results the kernel reported (``kernel_probe``: encoded values, exceptions, digests of the inputs
 after each call, warnings, measurements).
 """
+import inspect
 import warnings
 
 import numpy as np
+from attention_course.forms import array_problem, describe, returns_problem  # noqa: F401 (describe: for the specs)
 
 from . import kernel_probe
 from .results import MUTATED, PASSED, RAISED, WRONG, Verdict
 from .spec import Callback, Case, Mismatch
 
 
-def describe(value):
-    if isinstance(value, np.ndarray):
-        return f"an array of shape {value.shape} and dtype {value.dtype}"
-    if isinstance(value, tuple):
-        return f"a tuple of {len(value)} values"
-    if isinstance(value, list):
-        return f"a list of {len(value)} values (return a tuple or an array)"
-    if value is None:
-        return "None (did you forget to return?)"
-    return repr(value)
-
-
 def compare_arrays(what, mine, expected, spec, equal_nan=False):
     """Why ``mine`` is not ``expected``, in plain words, or None when they agree."""
-    if not isinstance(mine, np.ndarray):
-        return f"{what} should be an array of shape {expected.shape}, but it is {describe(mine)}."
-    if mine.shape != expected.shape:
-        return f"{what} has shape {mine.shape}, but it should have shape {expected.shape}."
+    problem = array_problem(what, mine, expected.shape, boolean=expected.dtype.kind == "b")
+    if problem:
+        return problem
     if expected.dtype.kind == "b":
-        if mine.dtype.kind != "b":
-            return f"{what} should be a boolean array (True = may attend), not dtype {mine.dtype}."
         if not np.array_equal(mine, expected):
             wrong = np.argwhere(mine != expected)
             return (f"{what} is wrong at {len(wrong)} of {mine.size} positions, first at index "
                     f"{tuple(int(i) for i in wrong[0])}.")
         return None
-    if mine.dtype != np.float64:
-        return f"{what} has dtype {mine.dtype}; the course works in float64 throughout."
     if np.isnan(mine).any() and not np.isnan(expected).any() and not equal_nan:
         where = tuple(int(i) for i in np.argwhere(np.isnan(mine))[0])
         return f"{what} contains NaN (first at index {where}) where every expected value is a number."
@@ -60,9 +45,9 @@ def compare_outputs(spec, mine, expected, equal_nan=False):
     """Compare a whole return value (one array or a tuple of them)."""
     if len(spec.outputs) == 1:
         return compare_arrays(f"Your `{spec.outputs[0]}`", mine, np.asarray(expected), spec, equal_nan)
-    if not isinstance(mine, tuple) or len(mine) != len(spec.outputs):
-        names = ", ".join(spec.outputs)
-        return f"It should return {len(spec.outputs)} values ({names}), but it returned {describe(mine)}."
+    problem = returns_problem(spec.name, mine, spec.outputs)
+    if problem:
+        return problem
     for name, m, e in zip(spec.outputs, mine, expected):
         problem = compare_arrays(f"Your `{name}`", m, np.asarray(e), spec, equal_nan)
         if problem:
@@ -70,20 +55,51 @@ def compare_outputs(spec, mine, expected, equal_nan=False):
     return None
 
 
-def likely_bug(spec, R, case, mine):
-    """The explanation of the first catalogued bug whose output equals the learner's, or None."""
+def _bug_output(spec, R, bug, case):
+    """What ``bug`` returns on ``case`` (adapted), or an exception it raised."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            buggy = bug.output(R, *case.args, **case.kwargs)
+            return spec.adapt(buggy) if spec.adapt is not None else buggy
+    except Exception as exc:
+        return exc
+
+
+def _learner_value(spec, result):
+    """The learner's (adapted) return value in ``result``, or None when there is none to compare."""
+    if "raised" in result or "value" not in result:
+        return None
+    try:
+        mine = kernel_probe.decode(result["value"])
+        return spec.adapt(mine) if spec.adapt is not None else mine
+    except Mismatch:
+        return None
+
+
+def likely_bug(spec, R, case, mine, others=()):
+    """The explanation of the catalogued bug that reproduces the learner's output, or None.
+
+    A bug is named only when the evidence singles it out: its output equals the learner's on
+    ``case`` and on every other case in ``others`` (``(case, result)`` pairs) where the learner
+    returned something, and no other bug does the same (two causes that give the same numbers
+    cannot be told apart, so neither is named)."""
+    candidates = []
     for bug in spec.bugs:
-        try:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")
-                buggy = bug.output(R, *case.args, **case.kwargs)
-                if spec.adapt is not None:
-                    buggy = spec.adapt(buggy)
-        except Exception:
+        buggy = _bug_output(spec, R, bug, case)
+        if not isinstance(buggy, Exception) and compare_outputs(spec, mine, buggy, equal_nan=True) is None:
+            candidates.append(bug)
+    for other, result in others:
+        if len(candidates) < 2:
+            break
+        theirs = _learner_value(spec, result)
+        if theirs is None:
             continue
-        if compare_outputs(spec, mine, buggy, equal_nan=True) is None:
-            return bug.explanation
-    return None
+        other = plain_case(other)
+        candidates = [bug for bug in candidates
+                      if not isinstance(buggy := _bug_output(spec, R, bug, other), Exception)
+                      and compare_outputs(spec, theirs, buggy, equal_nan=True) is None]
+    return candidates[0].explanation if len(candidates) == 1 else None
 
 
 def expected_output(spec, R, case):
@@ -102,11 +118,22 @@ def plain_case(case):
     """The case with grader-side functions (``Callback``) unwrapped, for the reference and bugs."""
     def plain(value):
         return value.function if isinstance(value, Callback) else value
-    return Case(case.label, tuple(plain(a) for a in case.args), {k: plain(v) for k, v in case.kwargs.items()})
+    return Case(case.label, tuple(plain(a) for a in case.args), {k: plain(v) for k, v in case.kwargs.items()},
+                case.note)
 
 
-def judge_case(spec, R, case, result):
-    """None when the learner's result on ``case`` is right, else (kind, message, diagnosis)."""
+def argument_name(spec, R, position):
+    """The name of the graded function's parameter at ``position`` (its reference's), or its number."""
+    try:
+        names = list(inspect.signature(getattr(R, spec.name)).parameters)
+        return f"`{names[position]}`"
+    except (AttributeError, IndexError, TypeError, ValueError):
+        return f"number {position + 1}"
+
+
+def judge_case(spec, R, case, result, others=()):
+    """None when the learner's result on ``case`` is right, else (kind, message, diagnosis);
+    ``others``: the other ``(case, result)`` pairs, the evidence that names a mistake."""
     digests = input_digests(case)
     case = plain_case(case)
     if "raised" in result:
@@ -125,15 +152,16 @@ def judge_case(spec, R, case, result):
     else:
         problem = compare_outputs(spec, mine, expected_output(spec, R, case))
     if problem:
-        hint = hint or likely_bug(spec, R, case, mine)
+        hint = hint or likely_bug(spec, R, case, mine, others)
         message = f"On {case.label}: {problem}"
         if hint and hint not in problem:
             message += f" This is exactly what happens when {hint}."
         return WRONG, message, hint
     for position, (before, after) in enumerate(zip(digests, result.get("after") or [])):
         if before is not None and after != before:
-            return MUTATED, (f"On {case.label}, your {spec.name} changed its argument number "
-                             f"{position + 1} in place. Work on a copy: inputs must never be mutated."), None
+            return MUTATED, (f"On {case.label}, your {spec.name} changed its argument "
+                             f"{argument_name(spec, R, position)} in place. Work on a copy: inputs must "
+                             "never be mutated."), None
     if spec.warnings_fail is not None and result.get("warnings"):
         return WRONG, spec.warnings_fail(case.label, result["warnings"][0]), None
     return None
@@ -143,8 +171,9 @@ def judge(spec, R, cases, results, extra_results=None, extra_calls=()):
     """The verdict on a learner's function from its results on every case, and on the extra
     calls (``extra_calls``, the ``spec.Call``s made) when ``extra_results`` is given (None: the
     measurements are not judged)."""
-    for case, result in zip(cases, results):
-        failure = judge_case(spec, R, case, result)
+    pairs = list(zip(cases, results))
+    for index, (case, result) in enumerate(pairs):
+        failure = judge_case(spec, R, case, result, pairs[:index] + pairs[index + 1:])
         if failure:
             kind, message, diagnosis = failure
             return Verdict(spec.name, False, message, kind=kind, cases=len(cases), case=case.label,

@@ -29,15 +29,45 @@ MAGIC = "attention-probe/1 "
 
 # ------------------------------------------------------------------ the wire format
 
+def _memory(value):
+    """``(bytes, layout)``: an array's elements as they sit in memory, and what the receiver needs
+    to rebuild the same view of them (``{}`` for C order, ``{"order": "F"}``, or the strides and
+    offset of any other view within the bytes it spans), so that a function meets the memory
+    order its caller built (a transposed matrix stays a transposed view)."""
+    if value.flags.c_contiguous:
+        return value.tobytes(order="C"), {}
+    if value.flags.f_contiguous:
+        return value.tobytes(order="F"), {"order": "F"}
+    from numpy.lib.array_utils import byte_bounds
+
+    low, high = byte_bounds(value)
+    if 0 in value.strides or high - low > 4 * value.nbytes + (1 << 20):
+        return value.tobytes(order="C"), {}       # a broadcast, or a sparse view of a large array
+    import ctypes
+
+    return ctypes.string_at(low, high - low), {"strides": list(value.strides),
+                                               "offset": int(value.ctypes.data - low)}
+
+
+def _rebuild(raw, dtype, shape, blob):
+    """The array ``_memory`` described, in a buffer of its own (writable, as the sender's was)."""
+    if "strides" in blob:
+        strides = tuple(int(s) for s in blob["strides"])
+        return np.ndarray(shape, dtype, buffer=bytearray(raw), offset=int(blob["offset"]), strides=strides)
+    order = "F" if blob.get("order") == "F" else "C"
+    flat = np.frombuffer(raw, dtype=dtype)
+    return flat.reshape(shape[::-1]).T.copy(order="F") if order == "F" else flat.reshape(shape).copy()
+
+
 def encode(value):
-    """Arrays, tuples/lists, dicts of str keys, scalars, strings and None; anything else is
-    described, not sent."""
+    """Arrays (with their dtype, shape and memory order), tuples/lists, dicts of str keys,
+    scalars, strings and None; anything else is described, not sent."""
     if isinstance(value, np.ndarray):
-        data = np.ascontiguousarray(value)
-        if data.dtype.kind not in "biuf":
-            return {"other": f"an array of dtype {data.dtype}"}
-        return {"array": base64.b64encode(data.tobytes()).decode("ascii"),
-                "dtype": data.dtype.str, "shape": list(data.shape)}
+        if value.dtype.kind not in "biuf":
+            return {"other": f"an array of dtype {value.dtype}"}
+        raw, layout = _memory(value)
+        return {"array": base64.b64encode(raw).decode("ascii"), "dtype": value.dtype.str,
+                "shape": list(value.shape), **layout}
     if isinstance(value, (tuple, list)):
         return {"sequence": [encode(v) for v in value], "kind": type(value).__name__}
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
@@ -66,7 +96,10 @@ def decode(blob, resolve=None):
             return Opaque(f"array of dtype {dtype}")
         raw = base64.b64decode(blob["array"])
         shape = tuple(int(n) for n in blob["shape"])
-        return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+        try:
+            return _rebuild(raw, dtype, shape, blob)
+        except (TypeError, ValueError):            # strides or sizes that do not fit the bytes sent
+            return Opaque(f"array that does not fit its shape {shape}")
     if "sequence" in blob:
         items = [decode(v, resolve) for v in blob["sequence"]]
         return items if blob.get("kind") == "list" else tuple(items)

@@ -41,6 +41,7 @@ class Case:
     label: str
     args: tuple
     kwargs: dict = field(default_factory=dict)
+    note: Any = None             # what the judge needs besides the call (stays in the grader)
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Call:
     target: Any = None           # default: the spec's target
     memory: bool = False         # measure the peak memory it allocates (tracemalloc)
     warnings: bool = False       # record the RuntimeWarnings it raises
+    note: Any = None             # what judge_extra needs besides the call (stays in the grader)
 
 
 @dataclass

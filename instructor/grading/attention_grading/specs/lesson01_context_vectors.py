@@ -4,10 +4,17 @@ import numpy as np
 from ..spec import Bug, Case, Spec, register
 
 
+def _with_minus_inf(g, shape):
+    """Normal logits with some entries -inf, at least one finite entry left in every row."""
+    x = g.normal(size=shape)
+    hidden = g.random(shape) < 0.35
+    hidden[np.arange(shape[0]), g.integers(shape[1], size=shape[0])] = False
+    x[hidden] = -np.inf
+    return x
+
+
 def softmax_cases(g):
     wide = g.normal(size=(2, 3, 5))
-    with_inf = g.normal(size=(3, 6))
-    with_inf[0, 2] = with_inf[1, [0, 5]] = with_inf[2, 4] = -np.inf
     far_apart = np.vstack([g.normal(size=4) + 1e4, g.normal(size=4) - 1e4, g.normal(size=4)])
     return [
         Case("a 1-D vector of 5 logits", (g.normal(size=5),)),
@@ -15,10 +22,15 @@ def softmax_cases(g):
         Case("a (2, 3, 5) array with axis=0", (wide,), {"axis": 0}),
         Case("a (2, 3, 5) array with axis=1", (wide,), {"axis": 1}),
         Case("a (2, 3, 5) array with the default axis", (wide,)),
+        Case("a transposed (5, 4) matrix (a view, not C-ordered) with axis=0", (g.normal(size=(4, 5)).T,),
+             {"axis": 0}),
         Case("logits around ±1e4 in a (3, 6) matrix", (g.choice([-1e4, 1e4], size=(3, 6)) + g.normal(size=(3, 6)),)),
         Case("rows whose logits sit near +1e4, -1e4 and 0", (far_apart,)),
-        Case("a (3, 6) matrix with some -inf entries", (with_inf,)),
+        Case("a (3, 6) matrix with some -inf entries", (_with_minus_inf(g, (3, 6)),)),
         Case("an integer (2, 3) matrix", (g.integers(-4, 6, size=(2, 3)),)),
+        Case("a Python list of 5 logits", ([float(v) for v in g.normal(size=5)],)),
+        Case("a nested Python list, 2 rows of 3 integer logits, with axis=0",
+             ([[int(v) for v in row] for row in g.integers(-3, 4, size=(2, 3))],), {"axis": 0}),
     ]
 
 

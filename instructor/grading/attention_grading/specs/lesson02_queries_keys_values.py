@@ -56,10 +56,8 @@ def self_attention_cases(g):
         Case("large inputs whose scores reach about ±1e4 (d_k = 5)", (big, *_weights(g, 3, 5, 2))),
         Case("integer X (5, 3) and integer weights (d_k = 2, d_v = 4)",
              (g.integers(-3, 4, size=(5, 3)), *_weights(g, 3, 2, 4, integer=True))),
-        Case("the 'it' sentence with another 'it' vector (d_model = 3, d_k = 2)",
-             (np.vstack([np.eye(3), g.normal(size=(1, 3))]),
-              np.array([[0.0, 1], [2, 0], [0, 1]]), np.array([[0.5, 0], [4, 0], [0, 2]]),
-              np.array([[1.0, 0], [0, 1], [0.5, 0.5]]))),
+        Case("four tokens, the first three of them unit vectors, as in the 'it' sentence (d_model = 3, "
+             "d_k = d_v = 2)", (np.vstack([np.eye(3), g.normal(size=(1, 3))]), *_weights(g, 3, 2, 2))),
     ]
 
 

@@ -2,8 +2,10 @@
 ``scaled_dot_product_attention``."""
 import numpy as np
 
-from ..judge import describe
+from attention_course.forms import float_problem
+
 from ..spec import Bug, Call, Case, Spec, register
+from .masks import key_mask, padding_mask, visible_mask
 
 # ------------------------------------------------------------------ dot_product_variance
 #
@@ -11,8 +13,8 @@ from ..spec import Bug, Call, Case, Spec, register
 # once, loop, or use ddof=1. So each case only asks for a float within 5 standard errors of
 # d_k. For x = qᵀk with q, k standard normal in d_k dimensions, E[x²] = d_k and
 # E[x⁴] = 3 d_k² + 6 d_k, so the sample variance of n draws has standard error
-# sqrt((2 d_k² + 6 d_k) / n). Determinism for a seed and dependence on it are judged from four
-# more calls (``determinism_calls``).
+# sqrt((2 d_k² + 6 d_k) / n). Determinism for a seed, dependence on it and on n_samples are
+# judged from five more calls (``determinism_calls``).
 
 WITHIN = 5.0
 
@@ -57,19 +59,16 @@ _VARIANCE_MISTAKES = (
 
 def compare_variance(R, case, mine):
     d_k, n = _case_numbers(case)
-    if isinstance(mine, np.ndarray):
-        return (f"On d_k = {d_k}, your dot_product_variance returned an array of shape {mine.shape}; "
-                "it should return one float: float(np.var(dots)).")
-    if not isinstance(mine, float):
-        return f"dot_product_variance should return a float, but it returned {mine!r}."
+    problem = float_problem("dot_product_variance", mine)
+    if problem:
+        return problem
     if not np.isfinite(mine):
-        return f"For d_k = {d_k}, your variance is {mine}."
+        return f"your variance is {mine}."
     se = standard_error(d_k, n)
     if abs(mine - d_k) <= WITHIN * se:
         return None
-    message = (f"For d_k = {d_k} and n_samples = {n}, your variance is {mine:.5g}, but qᵀk has "
-               f"variance d_k = {d_k}: a sample of {n} should land within {WITHIN:g} standard errors "
-               f"(5 × {se:.3g}) of it.")
+    message = (f"your variance is {mine:.5g}, but qᵀk has variance d_k = {d_k}: a sample of "
+               f"{n} should land within {WITHIN:g} standard errors (5 × {se:.3g}) of it.")
     if d_k > 1:
         for expected, why in _VARIANCE_MISTAKES:
             target = expected(d_k)
@@ -79,30 +78,37 @@ def compare_variance(R, case, mine):
 
 
 def determinism_calls(g):
-    """Four more calls: the same seed twice, by keyword and by position, and another seed."""
-    seed = int(g.integers(1, 10_000))
-    return [Call((8,), {"n_samples": 3_000, "seed": seed}), Call((8,), {"n_samples": 3_000, "seed": seed}),
-            Call((8, 3_000, seed)), Call((8,), {"n_samples": 3_000, "seed": seed + 1})]
+    """Five more calls at one width and sample size: the same seed twice, by keyword and by
+    position, another seed, and another sample size with the first seed."""
+    d_k, n, seed = int(g.integers(5, 13)), int(g.integers(20, 40)) * 100, int(g.integers(1, 10_000))
+    more = n + int(g.integers(1, 10)) * 100
+    return [Call((d_k,), {"n_samples": n, "seed": seed}), Call((d_k,), {"n_samples": n, "seed": seed}),
+            Call((d_k, n, seed)), Call((d_k,), {"n_samples": n, "seed": seed + 1}),
+            Call((d_k,), {"n_samples": more, "seed": seed})]
 
 
 def judge_variance(R, calls, results):
-    """Why the four determinism calls fail, or None."""
+    """Why the five determinism calls fail, or None."""
+    d_k, n = calls[0].args[0], calls[0].kwargs["n_samples"]
     if any("raised" in r for r in results):
         raised = next(r["raised"] for r in results if "raised" in r)
-        return f"dot_product_variance(8, n_samples=3_000, seed=...) raised {raised}"
-    first, again, positional, other = (r["value"] for r in results)
-    if not isinstance(first, float):
-        return (f"dot_product_variance returned {describe(first)}; it should return a float "
-                "(a Python float or a NumPy float64): wrap the result in float(...).")
+        return f"dot_product_variance({d_k}, n_samples={n}, seed=...) raised {raised}"
+    first, again, positional, other, longer = (r["value"] for r in results)
+    problem = float_problem("dot_product_variance", first)
+    if problem:
+        return problem
     if first != again:
         return ("Two calls with the same seed gave different variances. Draw every random number from "
                 "np.random.default_rng(seed), so that the seed fixes the result.")
     if first != positional:
-        return ("dot_product_variance(8, 3_000, s) and dot_product_variance(8, n_samples=3_000, seed=s) "
+        return (f"dot_product_variance({d_k}, {n}, s) and dot_product_variance({d_k}, n_samples={n}, seed=s) "
                 "differ: keep the parameter order (d_k, n_samples, seed).")
     if first == other:
         return ("Two different seeds gave exactly the same variance: the seed argument is ignored. "
                 "Create the generator with np.random.default_rng(seed).")
+    if first == longer:
+        return (f"n_samples = {n} and n_samples = {calls[4].kwargs['n_samples']} gave exactly the same variance "
+                "with the same seed: the n_samples argument is ignored. Draw arrays of shape (n_samples, d_k).")
     return None
 
 
@@ -185,35 +191,25 @@ def attention_cases(g):
         return (scale * g.normal(size=(*batch, T_q, d_k)), scale * g.normal(size=(*batch, T_k, d_k)),
                 g.normal(size=(*batch, T_k, d_v)))
 
-    key_mask = np.array([True, False, True, True, False])
     square = np.tril(np.ones((5, 5), dtype=bool))
-    with_blind_row = g.random((4, 6)) < 0.6
-    with_blind_row[:, 0] = True
+    with_blind_row = visible_mask(g, (4, 6))
     with_blind_row[2] = False                                   # row 2 sees nothing
-    padding = np.ones((3, 1, 5), dtype=bool)
-    padding[0, 0, 3:] = False                                   # sequence 0 has 3 real tokens
-    padding[1, 0, 4:] = False
-    padding[2, 0, :] = False                                    # sequence 2 is empty
-    full = g.random((2, 4, 6)) < 0.5
-    full[:, :, 1] = True
-    full[0, 3] = False                                          # blind rows in both sequences
-    full[1, 0] = False
-    int_mask = np.array([[True, True, False], [False, True, True], [True, False, True], [True, True, True]])
+    full = visible_mask(g, (2, 4, 6), p=0.5, blind_rows=2)      # blind rows, in either sequence
     return [
         Case("no mask: Q (4, 6), K (5, 6), V (5, 3)", qkv((), 4, 5, 6, 3)),
         Case("no mask, batch: Q (2, 3, 4, 9), K (2, 3, 7, 9), V (2, 3, 7, 2)", qkv((2, 3), 4, 7, 9, 2)),
         Case("no mask, scores of about ±1e4: Q (3, 4), K (6, 4), V (6, 5)", qkv((), 3, 6, 4, 5, scale=70.0)),
         Case("a key mask of shape (T_k,) = (5,) with Q (4, 6), K (5, 6), V (5, 3)",
-             qkv((), 4, 5, 6, 3), {"mask": key_mask}),
+             qkv((), 4, 5, 6, 3), {"mask": key_mask(g, 5)}),
         Case("a (T_q, T_k) = (4, 6) mask whose row 2 is all False", qkv((), 4, 6, 5, 2), {"mask": with_blind_row}),
         Case("a causal (5, 5) mask given by position, d_k = 3 and d_v = 4", (*qkv((), 5, 5, 3, 4), square)),
         Case("a (B, 1, T_k) = (3, 1, 5) padding mask, one sequence fully padded",
-             qkv((3,), 4, 5, 6, 3), {"mask": padding}),
+             qkv((3,), 4, 5, 6, 3), {"mask": padding_mask(g, 3, 5)}),
         Case("a (B, T_q, T_k) = (2, 4, 6) mask with blind rows and scores of about ±1e4",
              qkv((2,), 4, 6, 9, 3, scale=60.0), {"mask": full}),
         Case("integer Q (4, 2), K (3, 2), V (3, 3) with a (4, 3) mask",
              (g.integers(-3, 4, size=(4, 2)), g.integers(-3, 4, size=(3, 2)), g.integers(-3, 4, size=(3, 3))),
-             {"mask": int_mask}),
+             {"mask": visible_mask(g, (4, 3))}),
         Case("a (3, 4) mask that hides everything", qkv((), 3, 4, 6, 2), {"mask": np.zeros((3, 4), dtype=bool)}),
     ]
 

@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..spec import Bug, Case, Spec, register
+from .masks import key_mask, padding_mask, visible_mask
 
 
 # ---------------------------------------------------------------- causal_mask
@@ -38,44 +39,42 @@ register(Spec(
 
 # ---------------------------------------------------------------- masked_softmax
 
-def _some_visible(g, shape, p=0.6):
-    """A random boolean mask in which every row (last axis) keeps at least one True."""
-    mask = g.random(shape) < p
-    rows = mask.reshape(-1, shape[-1])
-    for r, row in enumerate(rows):
-        if not row.any():
-            rows[r, g.integers(shape[-1])] = True
-    return rows.reshape(shape)
+def _hidden_far_above(g, rows, T):
+    """Scores of ``rows`` rows in which a hidden score sits near +1e4 while the visible ones are
+    far below it (near -1e4 in the first row, a few units below +1e4 in the others), and the mask."""
+    mask = visible_mask(g, (rows, T), p=0.5)
+    mask[mask.all(axis=1), g.integers(T)] = False               # every row hides something
+    level = np.where(np.arange(rows) == 0, -1e4, 1e4 - 3.0)[:, None]
+    scores = level + g.normal(size=(rows, T))
+    for r in range(rows):
+        scores[r, g.choice(np.flatnonzero(~mask[r]))] = 1e4 + abs(g.normal())
+    return scores, mask
 
 
 def masked_softmax_cases(g):
     causal5 = np.tril(np.ones((5, 5), dtype=bool))
-    blind = _some_visible(g, (2, 4, 6))
-    blind[0, 1] = blind[1, 3] = False                       # two rows that may read nothing
-    hidden_big = np.array([[1e4, -1e4, -1e4 + 1.0, 3.0],    # masked score far above the visible ones
-                           [-1e4, 1e4 - 2.0, 1e4, 1e4]]) + g.normal(size=(2, 4))
-    hidden_big_mask = np.array([[False, True, True, False],
-                                [False, True, True, False]])
+    blind = visible_mask(g, (2, 4, 6), blind_rows=2)        # two rows that may read nothing
+    hidden_big, hidden_big_mask = _hidden_far_above(g, 2, 4)
+    whole_rows = np.zeros((4, 1), dtype=bool)
+    whole_rows[g.permutation(4)[:2]] = True                 # two rows read everything, two nothing
     everything_off = np.zeros((2, 3), dtype=bool)
     return [
         Case("scores (4, 6) with a (4, 6) mask (T_q ≠ T_k)",
-             (g.normal(size=(4, 6)), _some_visible(g, (4, 6)))),
-        Case("scores (2, 3, 5) with a (5,) key mask", (g.normal(size=(2, 3, 5)), np.array([True, True, False, True, False]))),
+             (g.normal(size=(4, 6)), visible_mask(g, (4, 6)))),
+        Case("scores (2, 3, 5) with a (5,) key mask", (g.normal(size=(2, 3, 5)), key_mask(g, 5))),
         Case("scores (2, 3, 5) with a (2, 1, 5) padding mask",
-             (g.normal(size=(2, 3, 5)), np.array([[[True, True, True, False, False]],
-                                                   [[True, True, True, True, False]]]))),
-        Case("scores (2, 3, 5) with a full (2, 3, 5) mask", (g.normal(size=(2, 3, 5)), _some_visible(g, (2, 3, 5)))),
+             (g.normal(size=(2, 3, 5)), padding_mask(g, 2, 5, empty=0))),
+        Case("scores (2, 3, 5) with a full (2, 3, 5) mask", (g.normal(size=(2, 3, 5)), visible_mask(g, (2, 3, 5)))),
         Case("scores (2, 2, 5, 5) with a (5, 5) causal mask", (g.normal(size=(2, 2, 5, 5)), causal5)),
         Case("scores (2, 4, 6) where two rows have nothing visible", (g.normal(size=(2, 4, 6)), blind)),
-        Case("scores (4, 3) with a (4, 1) mask that hides whole rows",
-             (g.normal(size=(4, 3)), np.array([[True], [False], [True], [False]]))),
+        Case("scores (4, 3) with a (4, 1) mask that hides whole rows", (g.normal(size=(4, 3)), whole_rows)),
         Case("scores (2, 3) with every position masked", (g.normal(size=(2, 3)), everything_off)),
         Case("logits of ±1e4 with a (5, 5) causal mask",
              (g.choice([-1e4, 1e4], size=(5, 5)) + g.normal(size=(5, 5)), causal5)),
         Case("rows whose masked scores are near +1e4 while the visible ones are far below",
              (hidden_big, hidden_big_mask)),
         Case("scores (3, 4) with an all-True mask (nothing hidden)", (g.normal(size=(3, 4)), np.ones((3, 4), dtype=bool))),
-        Case("a 1-D row of 6 scores with a (6,) mask", (g.normal(size=6), np.array([False, True, True, False, True, True]))),
+        Case("a 1-D row of 6 scores with a (6,) mask", (g.normal(size=6), key_mask(g, 6))),
         Case("integer scores (4, 4) with a causal mask",
              (g.integers(-3, 4, size=(4, 4)), np.tril(np.ones((4, 4), dtype=bool)))),
     ]

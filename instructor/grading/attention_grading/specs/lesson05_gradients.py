@@ -10,6 +10,7 @@ stand-in (``spec.Callback``).
 import numpy as np
 
 from ..spec import Bug, Callback, Case, Spec, register
+from .masks import key_mask, padding_mask, visible_mask
 
 
 # ---------------------------------------------------------------- the reference's forward pass
@@ -88,23 +89,21 @@ def attention_backward_cases(g):
         return (g.normal(size=(*batch, T_q, d_v)), scale * g.normal(size=(*batch, T_q, d_k)),
                 g.normal(size=(*batch, T_k, d_k)), g.normal(size=(*batch, T_k, d_v)))
 
-    padding = np.ones((3, 1, 4), dtype=bool)
-    padding[0, 0, 3] = padding[1, 0, 2:] = False
-    padding[2] = False                                                 # batch item 2 sees nothing
-    full = g.random(size=(2, 4, 5)) > 0.45
-    full[:, :, 0] = True
-    full[:, :, 3] = False                                              # key 3: nobody may read it
-    full[1, 2] = False                                                 # query 2 of item 1: blind
+    full = visible_mask(g, (2, 4, 5), p=0.55)
+    unread = int(g.integers(5))
+    full[:, :, unread] = False                                         # a key nobody may read
+    full[:, :, (unread + 1) % 5] = True                                # (every other row sees one)
+    full[int(g.integers(2)), int(g.integers(4))] = False               # one blind query row
     causal = np.tril(np.ones((5, 5), dtype=bool))
     return [
         Case("Q, K of shape (2, 4, 6) and V of shape (2, 4, 3), no mask", qkv((2,), 4, 4, 6, 3)),
         Case("T_q = 3, T_k = 5, d_k = 9, d_v = 4, no mask", qkv((), 3, 5, 9, 4)),
-        Case("a key mask of shape (T_k,) = [T, F, T, T, F] with T_q = 4, T_k = 5",
-             qkv((), 4, 5, 6, 2), {"mask": np.array([True, False, True, True, False])}),
+        Case("a key mask of shape (T_k,) with T_q = 4, T_k = 5",
+             qkv((), 4, 5, 6, 2), {"mask": key_mask(g, 5)}),
         Case("a causal (T, T) mask on a batch of 2, T = 5, d_k = 6, d_v = 2",
              qkv((2,), 5, 5, 6, 2), {"mask": causal}),
         Case("a padding mask of shape (B, 1, T_k) = (3, 1, 4) with one batch item fully masked",
-             qkv((3,), 2, 4, 6, 3), {"mask": padding}),
+             qkv((3,), 2, 4, 6, 3), {"mask": padding_mask(g, 3, 4)}),
         Case("a (B, T_q, T_k) = (2, 4, 5) mask with a fully masked query row and a key nobody may read",
              qkv((2,), 4, 5, 9, 3), {"mask": full}),
         Case("two batch dimensions, Q of shape (2, 2, 3, 6), with a (T_q, T_k) = (3, 3) causal mask",
@@ -319,22 +318,17 @@ def self_attention_backward_cases(g):
         return (g.normal(size=(*batch, T, d_v)), scale * g.normal(size=(*batch, T, d_model)),
                 g.normal(size=(d_model, d_k)), g.normal(size=(d_model, d_k)), g.normal(size=(d_model, d_v)))
 
-    padding = np.ones((3, 1, 4), dtype=bool)
-    padding[0, 0, 3] = padding[1, 0, 1:] = False
-    padding[2] = False                                                 # batch item 2 sees nothing
-    random_mask = g.random(size=(2, 2, 4, 4)) > 0.4
-    random_mask[..., 1] = True
-    random_mask[0, 1, 3] = False                                       # one blind query row
+    random_mask = visible_mask(g, (2, 2, 4, 4), blind_rows=1)         # one blind query row
     return [
         Case("X of shape (5, 4), d_k = 6, d_v = 3, no mask", inputs((), 5, 4, 6, 3)),
         Case("a batch X of shape (2, 5, 4), d_k = 6, d_v = 3, with a causal (T, T) mask",
              inputs((2,), 5, 4, 6, 3), {"mask": np.tril(np.ones((5, 5), dtype=bool))}),
         Case("a batch X of shape (3, 4, 5), d_k = 9, d_v = 2, with a (B, 1, T) padding mask and one "
-             "batch item fully masked", inputs((3,), 4, 5, 9, 2), {"mask": padding}),
+             "batch item fully masked", inputs((3,), 4, 5, 9, 2), {"mask": padding_mask(g, 3, 4)}),
         Case("two batch dimensions, X of shape (2, 2, 4, 3), d_k = 6, d_v = 5, with a (2, 2, 4, 4) mask "
              "holding a blind query row", inputs((2, 2), 4, 3, 6, 5), {"mask": random_mask}),
         Case("X of shape (6, 7), d_k = 9, d_v = 5, with a key mask of shape (T,)",
-             inputs((), 6, 7, 9, 5), {"mask": np.array([True, True, False, True, False, True])}),
+             inputs((), 6, 7, 9, 5), {"mask": key_mask(g, 6)}),
         Case("a batch X of shape (2, 3, 4) with large entries (nearly one-hot weights)",
              inputs((2,), 3, 4, 6, 3, scale=6.0)),
         Case("integer dO, X and weights", tuple(g.integers(-2, 3, size=s)

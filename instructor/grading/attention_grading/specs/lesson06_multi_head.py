@@ -8,6 +8,7 @@ against the wrong axis), and ``n_heads`` varies from 1 to 5.
 import numpy as np
 
 from ..spec import Bug, Case, Spec, register
+from .masks import padding_mask, visible_mask
 
 
 # ---------------------------------------------------------------- split_heads
@@ -98,7 +99,7 @@ def _merge_along_rows(R, H):
 register(Spec(
     name="merge_heads",
     cases=merge_heads_cases,
-    outputs=("X",),
+    outputs=("merged",),
     rtol=0.0,
     atol=0.0,
     bugs=(
@@ -126,13 +127,9 @@ def _weights(g, d_model, n_heads, d_h, scale=1.0):
 def multi_head_attention_cases(g):
     causal4 = np.tril(np.ones((4, 4), dtype=bool))
     causal6 = np.tril(np.ones((6, 6), dtype=bool))
-    per_sentence = g.random((2, 5, 5)) < 0.6
-    per_sentence[:, :, 0] = True
-    per_sentence[1, 3] = False                                     # nothing visible for one row
-    heads_equal_batch = g.random((3, 4, 4)) < 0.5
-    heads_equal_batch[:, :, 1] = True
-    padding = np.ones((2, 1, 6), dtype=bool)
-    padding[1, 0, 4:] = False                                      # sentence 1 is 2 tokens shorter
+    per_sentence = visible_mask(g, (2, 5, 5), blind_rows=1)        # nothing visible for one row
+    heads_equal_batch = visible_mask(g, (3, 4, 4), p=0.5)
+    padding = padding_mask(g, 2, 6, empty=0)                       # both sentences padded
     return [
         Case("X of shape (5, 7) (d_model = 7), 3 heads of width 2, no mask",
              (g.normal(size=(5, 7)), *_weights(g, 7, 3, 2), 3)),

@@ -1,5 +1,5 @@
 """Hidden tests of lesson 07 (capstone): ``model_forward``, ``model_backward``, ``adam_step``,
-and the outcome of training (``trained_model``).
+and whether the learner's Adam trains the model (``adam_trains_the_model``).
 
 The model is the one the lesson describes (``attention_reference.capstone``). Its known
 mistakes, from which the bugs below are built, are in ``lesson07_mistakes``. Two tests go
@@ -8,23 +8,31 @@ beyond one call per case:
 - ``model_backward``: its (loss, grads dict) is compared as a flat tuple (``flatten_backward``),
   and a gradient check of the learner's own loss (``gradient_check_calls``, judged by
   ``judge_gradient_check``) must agree with its gradients;
-- ``trained_model``: the kernel runs the learner package's ``fit`` with the learner's
-  ``model_backward`` and ``adam_step`` (fixed seed and step count); the grader evaluates the
-  parameters it returns on fresh held-out questions with the *reference* forward pass, so
-  neither the data nor the accuracy comes from the kernel.
+- ``adam_trains_the_model``: the kernel runs the learner package's ``fit`` with the learner's
+  ``adam_step`` and a stand-in ``model_backward`` that the grader answers with the reference (so a
+  backward mistake costs points on model_backward's own test only), from a starting seed drawn
+  from a pool checked to train; the grader evaluates the parameters it returns on held-out
+  questions it draws itself, with the *reference* forward pass, so neither the data nor the
+  accuracy comes from the kernel.
 """
 import numpy as np
 
-from ..judge import compare_arrays, describe
+from attention_course.forms import describe, returns_problem
+
+from ..judge import compare_arrays
 from ..spec import Bug, Call, Case, Learner, Library, Mismatch, Spec, register
 from . import lesson07_mistakes as mistakes
 
 PARAM_NAMES = ("E_name", "E_attr", "W_Q", "W_K", "W_V", "W_out")
 GRAD_NAMES = tuple("d" + k for k in PARAM_NAMES)
 
-# The outcome: the recipe the hidden test retrains with, and the thresholds it must reach.
-OUTCOME_SEED, OUTCOME_STEPS, OUTCOME_LR, OUTCOME_BATCH = 11, 300, 0.01, 64
-HELD_OUT_SEED, HELD_OUT_SIZE = 90210, 2000
+# The outcome: the recipe the hidden test trains with, and the thresholds it must reach. Each
+# submission starts from one of TRAINING_SEEDS; tests/test_reference_capstone.py checks that every
+# one of them trains the reference past the thresholds with a margin, so a correct adam_step never
+# fails on an unlucky draw.
+TRAINING_SEEDS = (11, 12, 13, 14, 15, 16, 17, 18)
+OUTCOME_STEPS, OUTCOME_LR, OUTCOME_BATCH = 300, 0.01, 64
+HELD_OUT_SIZE = 2000
 MIN_ACCURACY, MIN_ATTENTION, MAX_LOSS = 0.95, 0.8, 0.15
 
 
@@ -129,10 +137,12 @@ register(Spec(
 
 def flatten_backward(result):
     """``model_backward``'s (loss, grads) as a flat tuple (loss, dE_name, ..., dW_out), or Mismatch."""
-    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)):
-        raise Mismatch("model_backward should return a pair (loss, grads) with grads a dict keyed "
-                       f"like params, but it returned {describe(result)}.")
+    problem = returns_problem("model_backward", result, ("loss", "grads"))
+    if problem:
+        raise Mismatch(problem)
     loss, grads = result
+    if not isinstance(grads, dict):
+        raise Mismatch(f"grads should be a dict keyed like params, but it is {describe(grads)}.")
     missing = [k for k in PARAM_NAMES if k not in grads]
     if missing:
         raise Mismatch(f"grads has no entry for {', '.join(missing)}.")
@@ -295,68 +305,79 @@ register(Spec(
 ))
 
 
-# ---------------------------------------------------------------- the outcome of training
+# ---------------------------------------------------------------- Adam trains the model
 
 def outcome_cases(g):
-    """One call of the learner package's ``fit`` with the learner's two functions: a fresh model,
-    trained in the kernel, whose parameters the grader then evaluates on held-out questions."""
+    """One call of the learner package's ``fit`` with the learner's ``adam_step`` and a correct
+    ``model_backward`` (a stand-in the grader answers with the reference), from a starting seed
+    drawn from ``TRAINING_SEEDS``; the grader then evaluates the parameters on held-out questions
+    it draws itself (the case's ``note``: their seed), which the kernel never sees."""
     from attention_course import capstone as task
 
+    seed = int(g.choice(TRAINING_SEEDS))
     return [Case(f"a fresh model trained for {OUTCOME_STEPS} Adam steps (lr {OUTCOME_LR}, batch "
-                 f"{OUTCOME_BATCH}) with your model_backward and adam_step",
-                 (Learner("model_backward"), Learner("adam_step"), task.init_params(OUTCOME_SEED),
-                  task.make_data(4096, OUTCOME_SEED + 1), OUTCOME_STEPS),
-                 {"lr": OUTCOME_LR, "batch_size": OUTCOME_BATCH, "seed": OUTCOME_SEED})]
+                 f"{OUTCOME_BATCH}) with your adam_step and a correct model_backward",
+                 (Learner("model_backward"), Learner("adam_step"), task.init_params(seed),
+                  task.make_data(4096, seed + 1), OUTCOME_STEPS),
+                 {"lr": OUTCOME_LR, "batch_size": OUTCOME_BATCH, "seed": seed},
+                 note=int(g.integers(1 << 30)))]
 
 
 def trained_parameters(params):
     """fit's result (a dict of parameters) as the tuple the outcome is judged on, or Mismatch."""
     if not isinstance(params, dict) or any(k not in params for k in PARAM_NAMES):
         raise Mismatch("training did not produce the six parameters: adam_step must return "
-                       "(p_new, m_new, v_new) and model_backward (loss, grads).")
+                       "(p_new, m_new, v_new).")
     return tuple(params[k] for k in PARAM_NAMES)
+
+
+def held_out_measures(R, params, seed):
+    """(accuracy, mean attention on the answer item, loss) of ``params`` on ``HELD_OUT_SIZE`` fresh
+    questions drawn from ``seed``, with the reference's forward pass, the answer slot cut off."""
+    from attention_course import capstone as task
+
+    held = task.make_data(HELD_OUT_SIZE, seed)
+    seen = task.without_answer(held)                    # at inference the answer is not there yet
+    logits, A = _capstone(R).model_forward(params, seen)
+    q = task.N_ITEMS                                    # the query's position
+    accuracy = float(np.mean(logits[:, q].argmax(axis=-1) == held["targets"][:, q]))
+    attention = float(np.mean(A[np.arange(HELD_OUT_SIZE), q, held["answer_pos"]]))
+    loss, _ = _capstone(R).cross_entropy(logits, seen["targets"])
+    return accuracy, attention, float(loss)
 
 
 def _judge_outcome(R, case, mine):
     from attention_course import capstone as task
 
-    forward = _capstone(R).model_forward
-    cross_entropy = _capstone(R).cross_entropy
-    expected = task.init_params(OUTCOME_SEED)
+    start = task.init_params(case.kwargs["seed"])
     if not isinstance(mine, tuple) or len(mine) != len(PARAM_NAMES):
         return "The trained model should be the six parameter arrays; the grader received something else."
     for name, value in zip(PARAM_NAMES, mine):
-        if not isinstance(value, np.ndarray) or value.shape != expected[name].shape:
-            return (f"After training, {name} is not an array of shape {expected[name].shape}: "
+        if not isinstance(value, np.ndarray) or value.shape != start[name].shape:
+            return (f"After training, {name} is not an array of shape {start[name].shape}: "
                     "adam_step must return (p_new, m_new, v_new) shaped like p.")
         if not np.isfinite(value).all():
             return (f"After training, {name} contains NaN or inf: the updates blew up. Check the sign "
                     "and the square root in adam_step.")
-    params = dict(zip(PARAM_NAMES, mine))
-    held = task.make_data(HELD_OUT_SIZE, HELD_OUT_SEED)
-    seen = task.without_answer(held)                    # at inference the answer is not there yet
-    logits, A = forward(params, seen)
-    q = task.N_ITEMS                                    # the query's position
-    accuracy = float(np.mean(logits[:, q].argmax(axis=-1) == held["targets"][:, q]))
-    attention = float(np.mean(A[np.arange(HELD_OUT_SIZE), q, held["answer_pos"]]))
-    loss, _ = cross_entropy(logits, seen["targets"])
+    accuracy, attention, loss = held_out_measures(R, dict(zip(PARAM_NAMES, mine)), case.note)
     summary = (f"trained this way, the model answers {accuracy:.1%} of {HELD_OUT_SIZE} fresh held-out "
                f"questions (needs ≥ {MIN_ACCURACY:.0%}), its held-out loss is {loss:.3f} (needs ≤ "
                f"{MAX_LOSS}) and the query puts {attention:.3f} of its attention on the item that "
                f"holds the answer (needs ≥ {MIN_ATTENTION})")
     if accuracy < MIN_ACCURACY or attention < MIN_ATTENTION or loss > MAX_LOSS:
-        return (f"{summary[0].upper()}{summary[1:]}. Check the sign of the Adam update and its bias "
-                "corrections, and that your gradients pass the gradient check.")
+        return (f"{summary[0].upper()}{summary[1:]}. The gradients came from a correct model_backward, "
+                "so the updates are at fault: check the sign of the Adam step, its bias corrections "
+                "and its square root.")
     return None
 
 
 register(Spec(
-    name="trained_model",
+    name="adam_trains_the_model",
     cases=outcome_cases,
     outputs=PARAM_NAMES,
     target=Library("attention_course.capstone", "fit"),
     adapt=trained_parameters,
-    time_factor=6.0,       # 300 training steps of the learner's own code
+    time_factor=6.0,       # 300 training steps of the learner's own Adam
     compare=_judge_outcome,
-    substitutes=("model_forward",),
+    substitutes=("model_backward",),   # the gradients: the reference's, lent by the grader
 ))

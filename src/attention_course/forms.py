@@ -1,0 +1,61 @@
+"""The form a graded function's answer must take, in the words both the visible checks and the
+hidden tests use: a tuple of the named values, NumPy arrays of the right shape, ``float64``
+numbers (booleans for a mask). A hidden test that rejects an answer for its form says it in the
+same sentence as the visible check that rejected it first.
+
+Each function returns ``None`` when the form is right, else the sentence that says what is wrong.
+"""
+import numpy as np
+
+
+def describe(value):
+    """What a value is, in a few words (never its numbers)."""
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)} values"
+    if isinstance(value, list):
+        return f"a list of {len(value)} values"
+    if isinstance(value, dict):
+        return f"a dict with the keys {', '.join(map(str, value))}"
+    if value is None:
+        return "None (did you forget to return?)"
+    if isinstance(value, (bool, int, float, np.number)):
+        return f"the {type(value).__name__} {value!r}"
+    return f"an object of type {type(value).__name__}"
+
+
+def returns_problem(function, value, names):
+    """Why ``value`` is not the tuple of ``names`` that ``function`` returns, or None."""
+    if isinstance(value, tuple) and len(value) == len(names):
+        return None
+    what = f"a tuple of {len(names)} values ({', '.join(names)})"
+    hint = (": return them as a tuple, `return " + ", ".join(names) + "`"
+            if isinstance(value, list) and len(value) == len(names) else "")
+    return f"{function} should return {what}, but it returned {describe(value)}{hint}."
+
+
+def array_problem(what, value, shape=None, boolean=False):
+    """Why ``value`` is not an array of ``shape`` (None: any) holding float64 numbers (booleans
+    with ``boolean``), or None. ``what`` names the value ("A", "Your `O`")."""
+    if not isinstance(value, np.ndarray):
+        shaped = f" of shape {tuple(shape)}" if shape is not None else ""
+        return f"{what} should be a NumPy array{shaped}, but it is {describe(value)}."
+    if shape is not None and value.shape != tuple(shape):
+        return f"{what} has shape {value.shape}, but it should have shape {tuple(shape)}."
+    if boolean:
+        if value.dtype != bool:
+            return f"{what} should be a boolean array (True = may attend), not dtype {value.dtype}."
+        return None
+    if value.dtype != np.float64:
+        return (f"{what} has dtype {value.dtype}; the course works in float64 throughout "
+                "(np.asarray(x, dtype=float) promotes integer input).")
+    return None
+
+
+def float_problem(function, value):
+    """Why ``value`` is not the one float ``function`` returns, or None (a NumPy float counts)."""
+    if isinstance(value, (float, np.floating)) and not isinstance(value, np.ndarray):
+        return None
+    return (f"{function} should return one float, but it returned {describe(value)}: "
+            "return float(...) of the statistic.")

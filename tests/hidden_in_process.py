@@ -1,0 +1,30 @@
+"""A lesson's hidden test run on any answer, in this process, in well under a second.
+
+The answer runs in the namespace the lesson's earlier cells leave (``visible_checks``), and the
+grader's own conversation (``hidden_tests.run_locally``) drives it: the cases go through the wire
+format (``kernel_probe.encode``/``decode``) as they do to a kernel, earlier graded functions are
+lent from the reference, and the judge decides. What a graded kernel adds (the sandbox, the
+limits) is tested elsewhere; what is decided here is exactly what the judge would decide.
+"""
+import numpy as np
+
+from attention_grading import spec as spec_module
+from attention_grading.hidden_tests import run_locally
+from attention_grading.reference import reference
+from visible_checks import _fresh, _prefix, _quiet, _run_cell
+
+
+def namespace_with(lesson, function, answer):
+    """The lesson's namespace before ``function``'s solution cell, with ``answer`` run in it."""
+    namespace = _fresh(_prefix(lesson, function))
+    with _quiet():
+        _run_cell(answer, f"<answer {function}>", namespace)
+    return namespace
+
+
+def hidden_verdict(lesson, function, answer, seed=0, spec_name=None):
+    """The verdict of the hidden test ``spec_name`` (default: ``function``'s) on ``answer``."""
+    spec = spec_module.get(spec_name or function)
+    with _quiet():
+        return run_locally(spec, reference(), namespace_with(lesson, function, answer),
+                           np.random.default_rng(seed))
