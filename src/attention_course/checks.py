@@ -1089,7 +1089,8 @@ def check_model_gradients(model_backward, params, data, settings, n_graded):
             shape = np.shape(params[name])
             problem = forms.array_problem(f"grads[{name!r}]", analytic, shape)
             if problem:
-                raise CheckFailed(f"{problem} (A gradient has the shape of params[{name!r}].)")
+                shaped = isinstance(analytic, np.ndarray) and analytic.shape != shape
+                raise CheckFailed(problem + (f" A gradient has the shape of params[{name!r}]." if shaped else ""))
             if not np.isfinite(analytic).all():
                 raise CheckFailed(f"grads[{name!r}] contains NaN or inf with {key}.")
 

@@ -7,7 +7,8 @@ tests only; a CORRECT entry is written differently from the reference and must g
 
 ``DIAGNOSES`` gives, for every WRONG entry, the words the *visible* check's message must contain
 to name the true mistake (tests/test_visible_checks.py measures how many are caught and named).
-``VISIBLE_COMPLAINTS`` (optional) lists CORRECT entries that a visible check rightly rejects
+``REQUIREMENTS`` lists each requirement an exercise states, with the hidden case that tests it and
+a WRONG entry that breaks it (tests/test_requirements.py). ``VISIBLE_COMPLAINTS`` (optional) lists CORRECT entries that a visible check rightly rejects
 although the hidden tests give them full marks, each with the reason.
 
 ``make test`` grades every entry through real nbgrader (tests/test_lessons.py packs each wrong
@@ -20,6 +21,8 @@ import os
 import pkgutil
 
 LIMITS = {"WRONG": 3, "CORRECT": 2}
+#: In a module's REQUIREMENTS, the measurements a hidden test judges after every case passed.
+MEASUREMENTS = "the measurements made after every case"
 NOISY = ("warn", "stderr", "chatty", "noisy")
 
 
@@ -101,3 +104,9 @@ def packed(lesson_id, functions):
         submissions.append({"id": f"correct--{len(submissions):03d}", "wrong": None,
                             "correct": correct, "sources": sources})
     return submissions
+
+
+def requirements(lesson_id):
+    """``{function: [(words of the lesson, case label, WRONG entry)]}`` of a lesson."""
+    module = load(lesson_id)
+    return getattr(module, "REQUIREMENTS", {}) if module else {}

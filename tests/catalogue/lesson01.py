@@ -1,4 +1,5 @@
 """Learner answers for lesson 01 (softmax, contextualize)."""
+from catalogue import MEASUREMENTS
 
 WRONG = {
     "softmax": {
@@ -124,6 +125,27 @@ DIAGNOSES = {
         "scales_X_in_place": ("in place", "argument x"),
         "returns_a_list": ('should return a tuple', 'return y, a'),
     },
+}
+
+
+#: Each requirement the lesson states for a graded function, the hidden case that tests it, and a
+#: WRONG entry that breaks it: ``{function: [(words of the lesson, case label, entry)]}``.
+#: tests/test_requirements.py checks that the lesson says those words before the function's solution
+#: cell, that the hidden test has that case, and that the entry fails on exactly that case.
+#: ``MEASUREMENTS`` stands for the measurements judged after every case passed.
+REQUIREMENTS = {
+    "softmax": [
+        ("whose slices along `axis` are softmax distributions", "a (2, 3, 5) array with axis=0", "ignores_axis"),
+        ("Accept lists", "a Python list of 5 logits", "rejects_lists"),
+        ("and integer arrays", "an integer (2, 3) matrix", "integer_output_array"),
+        ("do not modify `x`", "a 1-D vector of 5 logits", "mutates_input"),
+        ("stay finite for logits of ±10 000", "logits around ±1e4 in a (3, 6) matrix", "no_max_subtraction"),
+    ],
+    "contextualize": [
+        ("Return `(Y, A)`", "X of shape (5, 3)", "returns_a_list"),
+        ("`A = softmax(X Xᵀ / √d)` row by row", "X of shape (5, 3)", "no_scale"),
+        ("Leading batch dimensions must work", "a batch X of shape (2, 4, 6)", "plain_transpose_breaks_batches"),
+    ],
 }
 
 CORRECT = {

@@ -107,6 +107,25 @@ DIAGNOSES = {
     },
 }
 
+
+#: Each requirement the lesson states, its hidden case and a WRONG entry that breaks it (see lesson01.py).
+REQUIREMENTS = {
+    "project": [
+        ("Return `(Q, K, V)`", "square weights (6, 6), where a transposed matrix still has the right shape",
+         "keys_and_values_swapped"),
+        ("all `float64` (integer inputs are promoted", "integer X (4, 3) and integer weights (d_k = 2, d_v = 5)",
+         "integers_not_promoted"),
+        ("shared by every position and every sequence of a batch",
+         "a batch X of shape (2, 3, 5, 4) sharing one set of weights (d_k = 6, d_v = 3)", "hard_coded_two_dimensions"),
+    ],
+    "self_attention": [
+        ("transpose only the last two axes of `K`", "a batch X of shape (2, 5, 3, 4) (d_k = 6, d_v = 3)",
+         "plain_transpose_breaks_batches"),
+        ("the width of the keys, **not** of `X`", "X (5, 4) with d_k = 3 and d_v = 2", "scale_by_sqrt_d_model"),
+        ("`A` = softmax of each row (the last axis)", "X (5, 4) with d_k = 3 and d_v = 2", "softmax_down_the_columns"),
+    ],
+}
+
 CORRECT = {
     "project": {
         "einsum": '''

@@ -1,4 +1,5 @@
 """Learner answers for lesson 03 (dot_product_variance, softmax_jacobian, scaled_dot_product_attention)."""
+from catalogue import MEASUREMENTS
 
 WRONG = {
     "dot_product_variance": {
@@ -232,6 +233,39 @@ DIAGNOSES = {
         "scipy_with_warnings_then_cleanup": ('may read nothing', 'warn'),
         "exp_without_max": ('overflow',),
     },
+}
+
+
+#: Each requirement the lesson states, its hidden case and a WRONG entry that breaks it (see lesson01.py).
+REQUIREMENTS = {
+    "dot_product_variance": [
+        ("Draw `n_samples` independent pairs", MEASUREMENTS, "ignores_n_samples"),
+        ("standard-normal vectors", "d_k = 4 with the default n_samples and seed", "uniform_instead_of_normal"),
+        ("return the sample variance", "d_k = 4 with the default n_samples and seed", "standard_deviation"),
+        ("The same seed must give the same number", MEASUREMENTS, "seed_ignored"),
+        ("another seed gives another number", MEASUREMENTS, "fixed_seed_zero"),
+    ],
+    "softmax_jacobian": [
+        ("lists are accepted", "p given as a Python list of 3 floats", "rejects_lists"),
+        ("p_i(\\delta_{ij} - p_j)", "p = softmax of 5 random logits", "kronecker_delta_dropped"),
+    ],
+    "scaled_dot_product_attention": [
+        ("with `d_k = K.shape[-1]`", "no mask, batch: Q (2, 3, 4, 9), K (2, 3, 7, 9), V (2, 3, 7, 2)",
+         "hard_coded_axis_for_d_k"),
+        ("leading batch\ndimensions broadcast", "no mask, batch: Q (2, 3, 4, 9), K (2, 3, 7, 9), V (2, 3, 7, 2)",
+         "plain_transpose_breaks_batches"),
+        ("forbidden scores\n   become $-\\infty$ **before** the softmax",
+         "a key mask of shape (T_k,) = (5,) with Q (4, 6), K (5, 6), V (5, 3)", "mask_after_softmax"),
+        ("True = may attend", "a key mask of shape (T_k,) = (5,) with Q (4, 6), K (5, 6), V (5, 3)",
+         "mask_polarity_reversed"),
+        ("rows with nothing visible are all zeros", "a (T_q, T_k) = (4, 6) mask whose row 2 is all False",
+         "large_negative_fill"),
+        ("No NaN and no warning", "a (T_q, T_k) = (4, 6) mask whose row 2 is all False",
+         "scipy_with_warnings_then_cleanup"),
+        ("for logits of $\\pm 10^4$ too", "no mask, scores of about ±1e4: Q (3, 4), K (6, 4), V (6, 5)",
+         "exp_without_max"),
+        ("do not modify the\ninputs", "no mask: Q (4, 6), K (5, 6), V (5, 3)", "scales_Q_in_place"),
+    ],
 }
 
 CORRECT = {

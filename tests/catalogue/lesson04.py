@@ -197,6 +197,37 @@ DIAGNOSES = {
     },
 }
 
+
+#: Each requirement the lesson states, its hidden case and a WRONG entry that breaks it (see lesson01.py).
+REQUIREMENTS = {
+    "causal_mask": [
+        ("Return a boolean array", "T = 3", "float_ones_not_bool"),
+        ("of shape `(T, T)`", "T = 3", "hard_coded_size"),
+        ("True where $j \\le i$ (on and below the\ndiagonal)", "T = 3", "strict_lower_triangle"),
+        ("and False above it", "T = 3", "triu_instead_of_tril"),
+    ],
+    "masked_softmax": [
+        ("over the **last axis**", "scores (4, 6) with a (4, 6) mask (T_q ≠ T_k)", "normalises_down_the_columns"),
+        ("only positions where `mask`\nis True take part", "scores (4, 6) with a (4, 6) mask (T_q ≠ T_k)",
+         "polarity_reversed_true_means_blocked"),
+        ("Hidden positions get weight exactly 0; each row with something visible sums to 1.",
+         "scores (4, 6) with a (4, 6) mask (T_q ≠ T_k)", "mask_after_softmax"),
+        ("A row with nothing visible is all zeros", "scores (2, 4, 6) where two rows have nothing visible",
+         "fill_minus_1e9_blind_rows_uniform"),
+        ("no NaN, no warning", "scores (2, 4, 6) where two rows have nothing visible", "nan_to_num_after_the_fact_warns"),
+        ("Logits of ±10 000 must work", "rows whose masked scores are near +1e4 while the visible ones are far below",
+         "max_over_hidden_scores_too"),
+        ("inputs stay unchanged", "scores (4, 6) with a (4, 6) mask (T_q ≠ T_k)", "fills_scores_in_place"),
+    ],
+    "causal_self_attention": [
+        ("Return `(O, A)`", "X (5, 4) with d_k = 6 and d_v = 3", "returns_a_list"),
+        ("Leading batch dimensions must work", "a batch X (3, 6, 4) with d_k = 6 and d_v = 5",
+         "plain_transpose_breaks_batches"),
+        ("take `T` from `X.shape[-2]`", "a batch X (3, 6, 4) with d_k = 6 and d_v = 5", "hard_coded_shape_breaks_batches"),
+        ("`d_k` may differ\nfrom `d_v`", "X (5, 4) with d_k = 6 and d_v = 3", "scale_by_sqrt_d_v"),
+    ],
+}
+
 CORRECT = {
     "causal_mask": {
         "tril_of_bool_ones": '''

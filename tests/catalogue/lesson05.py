@@ -271,6 +271,45 @@ DIAGNOSES = {
     },
 }
 
+
+#: Each requirement the lesson states, its hidden case and a WRONG entry that breaks it (see lesson01.py).
+REQUIREMENTS = {
+    "softmax_backward": [
+        ("using the formula above row by row", "a single row of 6 weights", "missing_subtraction"),
+        ("Take the weighted sum along the last axis with `keepdims=True`", "weights of shape (4, 7)",
+         "sum_without_keepdims"),
+        ("Accept integer input", "an integer upstream gradient dA of shape (2, 4, 3)", "subtracts_in_place_on_a_copy"),
+    ],
+    "numerical_gradient": [
+        ("Return the central-difference estimate", "f(y) = Σ c·sin(y) + Σ b·y² at x of shape (3, 4)",
+         "forward_difference"),
+        ("**`x` is unchanged afterwards.**", "f(y) = Σ c·sin(y) + Σ b·y² at x of shape (3, 4)",
+         "mutates_x_and_never_restores"),
+        ("which also promotes integer input", "an integer x of shape (2, 3) with f(y) = Σ c·sin(y) + Σ b·y²",
+         "integer_copy"),
+        ("Call `f` on a **fresh copy**",
+         "f(S) = Σ G ⊙ softmax(S) computed by a softmax that overwrites its argument, at S of shape (3, 4)",
+         "hands_f_the_working_array"),
+        ("or a view that is not C-ordered",
+         "the softmax loss f(S) = Σ G ⊙ softmax(S) at a transposed (not C-ordered) S of shape (5, 3)",
+         "perturbs_a_flat_reshape"),
+    ],
+    "attention_backward": [
+        ("Recompute `A` with the provided `scaled_dot_product_attention(Q, K, V, mask)`",
+         "a key mask of shape (T_k,) with T_q = 4, T_k = 5", "mask_ignored"),
+        ("$dV = A^\\top dO$", "Q, K of shape (2, 4, 6) and V of shape (2, 4, 3), no mask", "dV_not_transposed"),
+        ("never `M.T`", "Q, K of shape (2, 4, 6) and V of shape (2, 4, 3), no mask", "plain_transpose_breaks_batches"),
+    ],
+    "self_attention_backward": [
+        ("(summed over the batch)", "a batch X of shape (2, 5, 4), d_k = 6, d_v = 3, with a causal (T, T) mask",
+         "weights_not_summed_over_batch"),
+        ("$dX = dQ\\,W_Q^\\top + dK\\,W_K^\\top + dV\\,W_V^\\top$", "X of shape (5, 4), d_k = 6, d_v = 3, no mask",
+         "dX_misses_the_key_path"),
+        ("the mask is as in exercise 3", "a batch X of shape (2, 5, 4), d_k = 6, d_v = 3, with a causal (T, T) mask",
+         "mask_dropped"),
+    ],
+}
+
 CORRECT = {
     "softmax_backward": {
         "explicit_jacobian_per_row": '''

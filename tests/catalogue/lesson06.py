@@ -218,6 +218,35 @@ DIAGNOSES = {
     },
 }
 
+
+#: Each requirement the lesson states, its hidden case and a WRONG entry that breaks it (see lesson01.py).
+REQUIREMENTS = {
+    "split_heads": [
+        ("holds columns `i*d_h:(i+1)*d_h` of `X`", "X of shape (5, 6) split into 2 heads of width 3",
+         "interleaved_columns"),
+        ("Leading batch dimensions stay in front", "a batch X of shape (2, 7, 18) split into 2 heads of width 9",
+         "only_works_without_batch"),
+        ("Return `float64`", "an integer X of shape (3, 8) split into 2 heads", "keeps_integer_dtype"),
+    ],
+    "merge_heads": [
+        ("with head `i`\nback in columns `i*d_h:(i+1)*d_h`", "H of shape (2, 5, 3): 2 heads, T = 5, d_h = 3",
+         "interleaves_heads"),
+        ("`(..., h, T, d_h)`", "a batch H of shape (2, 2, 7, 9)", "concatenates_the_first_axis"),
+    ],
+    "multi_head_attention": [
+        ("Head `i` uses columns `i*d_h:(i+1)*d_h` of the three projections.",
+         "X of shape (5, 7) (d_model = 7), 3 heads of width 2, no mask", "heads_take_interleaved_columns"),
+        ("the width of **one head**", "X of shape (5, 7) (d_model = 7), 3 heads of width 2, no mask",
+         "scale_by_sqrt_d_model"),
+        ("**shared by every head**", "a batch of 3 sentences X (3, 4, 5) with 3 heads of width 3 and one (4, 4) mask "
+         "per sentence (batch size = number of heads)", "mask_without_head_axis"),
+        ("`n_heads` is whatever the caller passes",
+         "X of shape (6, 9), 2 heads of width 3 (n_heads·d_h = 6 ≠ d_model = 9), no mask", "hard_coded_three_heads"),
+        ("`W_O` is\n  `(n_heads·d_h, d_model)`", "X of shape (5, 7) (d_model = 7), 3 heads of width 2, no mask",
+         "forgets_W_O"),
+    ],
+}
+
 CORRECT = {
     "split_heads": {
         "split_and_stack": '''

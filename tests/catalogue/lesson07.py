@@ -467,6 +467,32 @@ DIAGNOSES = {
     },
 }
 
+
+#: Each requirement the lesson states, its hidden case and a WRONG entry that breaks it (see lesson01.py).
+REQUIREMENTS = {
+    "model_forward": [
+        ("apply the mask to the scores **before** the softmax",
+         "task sequences (3 of them, 5 items each) with d_model=5, d_k=6, d_v=4", "mask_after_softmax"),
+        ("`causal=True`: position $i$ reads positions $j \\le i$; with `False` every position reads all.",
+         "random ids (with repeats) of shape (2, 5), d_k=9 != d_v=3, 7 classes, causal=False", "always_causal"),
+        ("$X = E_{\\text{name}}[\\text{names}] + E_{\\text{attr}}[\\text{attrs}]$",
+         "task sequences (3 of them, 5 items each) with d_model=5, d_k=6, d_v=4", "forgets_the_attribute_table"),
+    ],
+    "model_backward": [
+        ("the mean cross-entropy (a float)", "task sequences (3 of them, 5 items each) with d_model=5, d_k=6, d_v=4",
+         "mean_over_all_positions"),
+        ("$dQ = c\\,dS\\,K$", "task sequences (3 of them, 5 items each) with d_model=5, d_k=6, d_v=4",
+         "scale_forgotten_in_backward"),
+        ("which must be **added**", "task sequences (3 of them, 5 items each) with d_model=5, d_k=6, d_v=4",
+         "fancy_index_loses_repeats"),
+    ],
+    "adam_step": [
+        ("leave the inputs unchanged", "the first step (t=1) from m = v = 0, shape (3, 4)", "updates_in_place"),
+        ("dividing by $1-\\beta^t$ (the\n*bias correction*)", "the first step (t=1) from m = v = 0, shape (3, 4)",
+         "no_bias_correction"),
+    ],
+}
+
 CORRECT = {
     "model_forward": {
         "einsum_and_scipy": '''

@@ -1,4 +1,5 @@
 """Learner answers for lesson 08 (tiled_attention)."""
+from catalogue import MEASUREMENTS
 
 WRONG = {
     "tiled_attention": {
@@ -336,6 +337,21 @@ DIAGNOSES = {
         "skips_the_diagonal_tile": ("diagonal tile is skipped",),
         "rescale_exponent_flipped": ('upside down',),
     },
+}
+
+
+#: Each requirement the lesson states, its hidden case and a WRONG entry that breaks it (see lesson01.py).
+REQUIREMENTS = {
+    "tiled_attention": [
+        ("never build a `(T_q, T_k)` array, not even a mask", MEASUREMENTS, "builds_full_causal_mask"),
+        ("blocks that do not divide `T`", "T = 10, d_k = 6, d_v = 5, block_size = 3 (3 does not divide 10)",
+         "drops_last_partial_block"),
+        ("position `i` reads positions `j <= i`", "causal, T = 10, block_size = 3", "causal_mask_by_block"),
+        ("**Rescale both running quantities**", "keys that grow along the sequence (each block raises the max), "
+         "block_size = 3", "no_running_max"),
+        ("do not change `Q`, `K` or `V`", "T = 10, d_k = 6, d_v = 5, block_size = 3 (3 does not divide 10)",
+         "scales_Q_in_place"),
+    ],
 }
 
 CORRECT = {

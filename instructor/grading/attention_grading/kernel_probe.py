@@ -41,7 +41,8 @@ def _memory(value):
     from numpy.lib.array_utils import byte_bounds
 
     low, high = byte_bounds(value)
-    if 0 in value.strides or high - low > 4 * value.nbytes + (1 << 20):
+    broadcast = any(step == 0 and n > 1 for step, n in zip(value.strides, value.shape))
+    if broadcast or high - low > 4 * value.nbytes + (1 << 20):
         return value.tobytes(order="C"), {}       # a broadcast, or a sparse view of a large array
     import ctypes
 

@@ -17,7 +17,7 @@ beyond one call per case:
 """
 import numpy as np
 
-from attention_course.forms import describe, returns_problem
+from attention_course.forms import array_problem, describe, returns_problem
 
 from ..judge import compare_arrays
 from ..spec import Bug, Call, Case, Learner, Library, Mismatch, Spec, register
@@ -171,8 +171,12 @@ def _compare_backward(R, case, mine):
                 "differs from the model of the lesson.")
     # In the order backpropagation reaches them: the first wrong one is nearest the mistake.
     for index in reversed(range(len(PARAM_NAMES))):
-        m, e = mine[1 + index], expected[1 + index]
-        problem = compare_arrays(f"Your grads[{PARAM_NAMES[index]!r}]", m, np.asarray(e), spec)
+        m, e = mine[1 + index], np.asarray(expected[1 + index])
+        what = f"Your grads[{PARAM_NAMES[index]!r}]"
+        form = array_problem(what, m, e.shape)
+        if form:
+            return form
+        problem = compare_arrays(what, m, e, spec)
         if problem:
             return problem + " Your loss is right, so the mistake is in the backward pass."
     return None

@@ -1,0 +1,223 @@
+"""Every requirement an exercise states has a hidden case that fails an answer breaking it, and the
+visible checks and the hidden tests agree on the form of an answer.
+
+- The wire to the kernel (``kernel_probe.encode``/``decode``) keeps what a case built: dtype, shape
+  and memory order (C, Fortran, any strided view), so a case about a transposed matrix reaches the
+  learner's function as a transposed matrix.
+- ``REQUIREMENTS`` in each catalogue module lists the lesson's requirement sentences, each with its
+  hidden case and a WRONG entry that breaks only that requirement: the lesson says those words
+  before the function's solution cell, the hidden test has that case, and the entry fails exactly
+  there (run in this process through the grader's own conversation, tests/hidden_in_process.py).
+- The correct solution, changed only in the form of what it returns (a list for a tuple, float32,
+  a Python list for an array, integers for integer input), is rejected by a visible check whenever
+  the hidden test rejects it, in the hidden test's own words, and accepted by both otherwise.
+"""
+import dataclasses
+import re
+
+import nbformat
+import numpy as np
+import pytest
+
+import catalogue
+from attention_grading import kernel_probe
+from attention_grading import spec as spec_module
+from attention_grading.hidden_tests import run_locally
+from attention_grading.reference import reference
+from conftest import ROOT, lesson_ids
+from hidden_in_process import hidden_verdict, namespace_with
+from notebook_tools import grade_id, is_solution_code
+from visible_checks import _quiet, layout, run_visible_checks
+
+LESSONS = lesson_ids()
+
+
+# ---------------------------------------------------------------- the wire keeps what the case built
+
+def _same_steps(got, sent):
+    """The same strides on every axis longer than 1 (a stride along a single element is immaterial)."""
+    return all(a == b for a, b, n in zip(got.strides, sent.strides, sent.shape) if n > 1)
+
+
+def _layouts():
+    g = np.random.default_rng(3)
+    base = g.normal(size=(4, 6))
+    return {
+        "C-ordered": base,
+        "Fortran-ordered": np.asfortranarray(g.normal(size=(2, 3, 4))),
+        "transposed view": base.T,
+        "every other column": base[:, ::2],
+        "reversed rows": base[::-1, 1:],
+        "integer transposed": g.integers(-3, 4, size=(3, 5)).astype(np.int32).T,
+        "boolean strided": (g.random((4, 6)) < 0.5)[::2],
+        "a new axis of length 1": (g.random((3, 5)) < 0.5)[:, None, :],
+        "0-d": np.array(2.5),
+        "empty": np.zeros((0, 3)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_layouts()))
+def test_the_wire_keeps_dtype_shape_and_memory_order(name):
+    """An array crosses the wire with its values, dtype, shape, strides and contiguity, writable."""
+    sent = _layouts()[name]
+    got = kernel_probe.decode(kernel_probe.encode(sent))
+    assert isinstance(got, np.ndarray) and got.dtype == sent.dtype and got.shape == sent.shape
+    assert np.array_equal(got, sent) and got.flags.writeable
+    assert _same_steps(got, sent), (got.strides, sent.strides)
+    assert (got.flags.c_contiguous, got.flags.f_contiguous) == (sent.flags.c_contiguous, sent.flags.f_contiguous)
+
+
+def test_a_received_array_is_the_receivers_own():
+    """Writing into a decoded array changes nothing that was sent (its bytes are copied)."""
+    sent = np.arange(12.0).reshape(3, 4).T
+    got = kernel_probe.decode(kernel_probe.encode(sent))
+    got[...] = -1.0
+    assert np.array_equal(sent, np.arange(12.0).reshape(3, 4).T)
+
+
+def test_strides_that_do_not_fit_the_bytes_are_refused():
+    """A kernel that lies about a view's strides gets an opaque value, not memory it did not send."""
+    blob = kernel_probe.encode(np.arange(6.0)[::2])
+    blob["strides"] = [8000]
+    assert isinstance(kernel_probe.decode(blob), kernel_probe.Opaque)
+
+
+def _spec_names():
+    spec_module.get("softmax")                    # importing the specs registers every lesson's
+    return sorted(spec_module.REGISTRY)
+
+
+@pytest.mark.parametrize("name", _spec_names())
+def test_every_hidden_case_reaches_the_kernel_as_built(name):
+    """Each array argument of every case of every spec survives the wire with its dtype, shape and
+    memory order (a transposed case stays transposed)."""
+    spec = spec_module.get(name)
+    if name == "adam_trains_the_model":
+        pytest.skip("its one case is a training run whose arrays are built C-ordered")
+    for seed in range(3):
+        for case in spec.cases(np.random.default_rng(seed)):
+            for arg in list(case.args) + list(case.kwargs.values()):
+                if isinstance(arg, np.ndarray):
+                    got = kernel_probe.decode(kernel_probe.encode(arg))
+                    assert got.dtype == arg.dtype and got.shape == arg.shape, case.label
+                    assert got.flags.c_contiguous == arg.flags.c_contiguous, case.label
+                    assert _same_steps(got, arg), case.label
+
+
+# ---------------------------------------------------------------- every stated requirement is tested
+
+def _requirement_rows():
+    return [pytest.param(lesson, function, words, label, entry, id=f"{lesson[:2]}-{function}-{entry}")
+            for lesson in LESSONS for function, rows in catalogue.requirements(lesson).items()
+            for words, label, entry in rows]
+
+
+def _said_before(lesson, function):
+    """The lesson's markdown before ``function``'s solution cell, whitespace folded."""
+    nb = nbformat.read(ROOT / "source" / lesson / f"{lesson}.ipynb", as_version=4)
+    text = []
+    for cell in nb.cells:
+        if is_solution_code(cell) and grade_id(cell) == function:
+            break
+        if cell.cell_type == "markdown":
+            text.append(cell.source)
+    return " ".join("\n".join(text).split())
+
+
+def test_every_graded_function_lists_its_requirements():
+    """Each lesson's catalogue lists requirements for every graded function of the lesson."""
+    for lesson in LESSONS:
+        _, functions = layout(lesson)
+        listed = catalogue.requirements(lesson)
+        assert set(listed) == set(functions), (lesson, sorted(set(functions) - set(listed)))
+
+
+@pytest.mark.parametrize("lesson, function, words, label, entry", _requirement_rows())
+def test_a_stated_requirement_has_a_hidden_case_that_fails_an_answer_breaking_it(lesson, function, words, label,
+                                                                                   entry):
+    """The lesson states it, the hidden test has the case, and the breaking answer fails exactly there."""
+    assert " ".join(words.split()) in _said_before(lesson, function), f"{lesson} does not say {words!r}"
+    spec = spec_module.get(function)
+    measured = label == catalogue.MEASUREMENTS
+    if measured:
+        assert spec.judge_extra is not None, f"{function} has no measurements"
+    else:
+        for seed in range(3):
+            labels = [case.label for case in spec.cases(np.random.default_rng(seed))]
+            assert label in labels, f"{function} has no case {label!r}: {labels}"
+        spec = dataclasses.replace(spec, extra_calls=None, judge_extra=None)   # the cases alone decide
+    answer = catalogue.load(lesson).WRONG[function][entry]
+    for seed in range(2):
+        with _quiet():
+            verdict = run_locally(spec, reference(), namespace_with(lesson, function, answer),
+                                  np.random.default_rng(seed))
+        assert not verdict.passed, f"{function}.{entry} passed the hidden test (seed {seed})"
+        assert verdict.case == (None if measured else label), (verdict.case, verdict.message)
+
+
+# ---------------------------------------------------------------- visible checks and hidden tests agree on form
+
+#: The solution, returning the same numbers in another form.
+FORMS = {
+    "a list for a tuple": "list(r) if isinstance(r, tuple) else r",
+    "float32 arrays": "_float32(r)",
+    "a Python list for an array": "r.tolist() if isinstance(r, np.ndarray) else r",
+    "integers for integer input": "_integers(r) if _all_integer(args) else r",
+}
+FORM_HELPERS = '''
+def _float32(r):
+    if isinstance(r, np.ndarray) and r.dtype == np.float64:
+        return r.astype(np.float32)
+    if isinstance(r, (tuple, list)):
+        return type(r)(_float32(v) for v in r)
+    if isinstance(r, dict):
+        return {k: _float32(v) for k, v in r.items()}
+    return r
+
+
+def _integers(r):
+    if isinstance(r, np.ndarray) and r.dtype.kind == "f":
+        return np.round(r).astype(np.int64)
+    return tuple(_integers(v) for v in r) if isinstance(r, tuple) else r
+
+
+def _all_integer(args):
+    arrays = [a for a in args if isinstance(a, np.ndarray)]
+    return bool(arrays) and all(a.dtype.kind in "iu" for a in arrays)
+'''
+
+
+def _in_another_form(lesson, function, form):
+    cells, functions = layout(lesson)
+    solution = cells[functions[function][0]].source
+    return (f"{solution}\n{FORM_HELPERS}\n_solution = {function}\n\n\n"
+            f"def {function}(*args, **kwargs):\n    r = _solution(*args, **kwargs)\n    return {FORMS[form]}\n")
+
+
+def _words(message, case=None):
+    """A form message from its verb on, numbers and shapes folded: what both sides must say alike."""
+    message = message.removeprefix(f"On {case}: ") if case else message
+    verb = re.search(r" (should|has) ", message)
+    message = message[verb.start():] if verb else message
+    return re.sub(r"\(\d[\d, ]*\)|\d+", "#", " ".join(message.split())).strip()
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+@pytest.mark.parametrize("form", list(FORMS))
+def test_visible_checks_and_hidden_tests_agree_on_form(lesson, form):
+    """An answer the hidden test rejects for its form is rejected by a visible check first, in the
+    same words; an answer it accepts passes the visible checks too."""
+    _, functions = layout(lesson)
+    problems = []
+    for function in functions:
+        answer = _in_another_form(lesson, function, form)
+        verdict = hidden_verdict(lesson, function, answer)
+        outcome = run_visible_checks(lesson, function, answer)
+        if verdict.passed != (not outcome.failed):
+            problems.append(f"{function}: hidden {'passes' if verdict.passed else 'fails'} "
+                            f"({verdict.message[:200]}), visible {'fails' if outcome.failed else 'passes'} "
+                            f"({outcome.message[:200]})")
+        elif not verdict.passed and _words(verdict.message, verdict.case) not in _words(outcome.message):
+            problems.append(f"{function}: other words.\n  hidden:  {verdict.message[:250]}\n"
+                            f"  visible: {outcome.message[:250]}")
+    assert not problems, "\n".join(problems)
