@@ -82,7 +82,7 @@ def lesson01_class(tmp_path_factory):
 
 # ---------------------------------------------------------------- background runs (tests/background.py)
 
-BACKGROUND_FIXTURES = ("validation", "graded", "hostile")
+BACKGROUND_FIXTURES = ("validation", "learner_validation", "graded", "hostile")
 HOSTILE_LESSON = "01_context_vectors"
 
 
@@ -119,6 +119,10 @@ def pytest_collection_finish(session):
     selected = lessons_using(session, "validation")
     if selected:
         background.start(session, "validation", lesson_grading.validate_all, selected)
+    selected = lessons_using(session, "learner_validation")
+    if selected:
+        background.start(session, "learner_validation", lesson_grading.validate_as_learner, selected,
+                         after="validation")
     lessons, attacks = graded_selection(session)
     if lessons:
         background.start(session, "graded", lesson_grading.grade_all, lessons, attacks)

@@ -1,5 +1,6 @@
-"""The two expensive runs behind tests/test_lessons.py: ``nbgrader validate`` on every lesson,
-and autograding every lesson's catalogue and hostile cases. Each takes a scratch folder and
+"""The expensive runs behind tests/test_lessons.py and tests/test_validate.py: ``nbgrader validate``
+on every lesson (as the instructor and as a learner), and autograding every lesson's catalogue and
+hostile cases. Each takes a scratch folder and
 returns plain data, so that tests/background.py can start it as soon as the tests are collected.
 """
 import csv
@@ -43,6 +44,65 @@ def validate_all(folder, lessons):
         inverted = pool.submit(nbgrader, root, "validate", "--invert", *releases, check=False)
         plain, inverted = plain.result(), inverted.result()
     return _validate_report(plain.stdout), _validate_report(inverted.stdout)
+
+
+# ---------------------------------------------------------------- nbgrader validate, as a learner runs it
+
+def learner_notebooks(lesson):
+    """(the release with every answer written, the same with the first exercise's first catalogued
+    mistake in its place, that function and that mistake)."""
+    right = solved(release_path(lesson), solution_path(lesson))
+    function, entries = next(iter(catalogue.load(lesson).WRONG.items()))
+    mistake, source = next(iter(entries.items()))
+    return right, with_answer(right, function, source), function, mistake
+
+
+def _demonstration_errors(nb):
+    """``[(cell source, traceback text)]`` of the cells nbgrader knows nothing of that raised."""
+    from notebook_tools import cell_role
+
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type == "code" and not cell_role(cell):
+            for output in cell.get("outputs", []):
+                if output.output_type == "error":
+                    found.append((cell.source, re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(output.traceback))))
+    return found
+
+
+def validate_as_learner(folder, lessons):
+    """What a learner sees, in a folder of their own (no course configuration): ``nbgrader validate``
+    on each lesson with every answer right, and with one catalogued mistake; and, for the latter,
+    the errors of the demonstrations when the notebook runs as the Validate button runs it.
+    Returns ``{"right": reports, "wrong": reports, "output": both outputs, "mistakes": {lesson:
+    (function, mistake)}, "demonstrations": {lesson: errors}}``."""
+    from nbclient import NotebookClient
+
+    learner = Path(folder) / "learner"
+    paths, mistakes, wrong_nbs = {"right": [], "wrong": []}, {}, {}
+    for lesson in lessons:
+        right, wrong, function, mistake = learner_notebooks(lesson)
+        mistakes[lesson], wrong_nbs[lesson] = (function, mistake), wrong
+        for kind, nb in (("right", right), ("wrong", wrong)):
+            path = learner / kind / lesson / f"{lesson}.ipynb"
+            path.parent.mkdir(parents=True)
+            nbformat.write(nb, path)
+            paths[kind].append(str(path))
+
+    def demonstrations(lesson):
+        nb = nbformat.from_dict(wrong_nbs[lesson])
+        nb.cells.insert(0, nbformat.v4.new_code_cell("import os\nos.environ['NBGRADER_EXECUTION'] = 'validate'"))
+        NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                       resources={"metadata": {"path": str(learner)}}).execute()
+        return _demonstration_errors(nb)
+
+    with ThreadPoolExecutor(2) as pool:
+        runs = {kind: pool.submit(nbgrader, learner, "validate", *paths[kind], check=False) for kind in paths}
+        demos = {lesson: pool.submit(demonstrations, lesson) for lesson in lessons}
+        runs = {kind: run.result().stdout for kind, run in runs.items()}
+        demos = {lesson: run.result() for lesson, run in demos.items()}
+    return {"right": _validate_report(runs["right"]), "wrong": _validate_report(runs["wrong"]),
+            "output": runs["right"] + runs["wrong"], "mistakes": mistakes, "demonstrations": demos}
 
 
 # ---------------------------------------------------------------- autograding

@@ -75,15 +75,25 @@ class CheckFailed(AssertionError):
     #: ``[(function name, line number, code)]`` in the learner's code, when their code raised:
     #: the line that raised, then (if it was in another of their functions) the line that called it.
     raised_at = ()
+    #: True when the message already names the learner's function to fix (``check_attempted``,
+    #: ``check_earlier``): a cell that fails with it is shown as it is.
+    names_the_function = False
 
     def _render_traceback_(self):
-        lines = [f"\x1b[1;31mCheckFailed\x1b[0m: {self}"]
+        lines = _wrapped("CheckFailed", str(self))
         for k, (name, number, code) in enumerate(self.raised_at):
             lines.append(f"  {'raised' if k == 0 else 'called from'} in your {name}, line {number}: {code}")
         where = _learner_line(self.__traceback__)
         if where and where[2]:
             lines.append(f"  (checked at line {where[1]} of this cell: {where[2]})")
         return lines
+
+
+def _wrapped(kind, message, width=80):
+    """``kind: message`` as lines of at most ``width`` characters (nbgrader validate cuts longer lines),
+    the kind in red as in a traceback."""
+    lines = textwrap.wrap(f"{kind}: {message}", width=width, break_long_words=False, break_on_hyphens=False)
+    return [f"\x1b[1;31m{kind}\x1b[0m" + lines[0][len(kind):]] + lines[1:]
 
 
 @contextlib.contextmanager
@@ -339,9 +349,11 @@ def check_earlier(fn, earlier, examples, where, atol=1e-9):
         except Exception as exc:
             problem = f"it raised {type(exc).__name__}: {exc}"
         if problem:
-            raise CheckFailed(f"{later} calls your {name}, and {name} is wrong on an input this check needs "
-                              f"({_shape_words(args)}): {problem}. Fix {name} first (its own check is {where}); "
-                              "then run this cell again.")
+            failed = CheckFailed(f"{later} calls your {name}, and {name} is wrong on an input this check needs "
+                                 f"({_shape_words(args)}): {problem}. Fix {name} first (its own check is {where}); "
+                                 "then run this cell again.")
+            failed.names_the_function = True
+            raise failed
     print(f"✓ your {name}, which {later} calls, gives the known answers on the inputs this check uses")
 
 
@@ -391,7 +403,9 @@ def check_attempted(fn):
     if os.environ.get("NBGRADER_EXECUTION") == "autograde":
         return                                    # the grader's verdict follows; nothing to add
     if failure:
-        raise CheckFailed(f"the check of {name} above failed: {failure}")
+        failed = CheckFailed(f"the check of {name} above failed: {failure}")
+        failed.names_the_function = True
+        raise failed
     print(f"✓ {name} passes its visible checks; the hidden tests run when the notebook is graded")
 
 
@@ -419,19 +433,20 @@ class _Record:
         source = getattr(getattr(result, "info", None), "raw_cell", "") or ""
         error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
         defined = set(re.findall(r"^def\s+(\w+)\s*\(", source, re.MULTILINE))
-        self.cells.append({"defined": defined, "graded": self.graded_now,
+        self.cells.append({"defined": defined, "graded": self.graded_now, "source": source,
                            "error": _one_line(error) if error is not None else None})
         self.graded_now = set()
 
-    def failure_since_definition(self, name):
+    def failure_since_definition(self, name, other_than=None):
         """The first error of the cells run after ``name`` was last defined and before its first
-        graded cell (its visible checks, in a notebook run top to bottom), or None."""
+        graded cell (its visible checks, in a notebook run top to bottom), or None; a cell whose
+        source is ``other_than`` (the one running now, run again) does not count."""
         for index in range(len(self.cells) - 1, -1, -1):
             if name in self.cells[index]["defined"]:
                 for cell in self.cells[index + 1:]:
                     if name in cell["graded"]:
                         return None
-                    if cell["error"]:
+                    if cell["error"] and cell["source"] != other_than:
                         return cell["error"]
                 return None
         return None
@@ -441,10 +456,13 @@ _RECORD = _Record()
 
 
 def _demonstration_lines(value, tb, source):
-    """One line for an error in a cell that uses the learner's functions, naming the function to
-    fix (the one the error came out of, or one whose check failed), or None."""
-    if isinstance(value, CheckFailed):
+    """A short message for an error in a demonstration (a cell that is not a check: checks open with
+    a docstring) that names the learner's function to fix: the one the error came out of, one the
+    cell uses whose check failed, or else one whose check failed before this cell ran. None when
+    there is none, or when the message already names it."""
+    if getattr(value, "names_the_function", False) or source.lstrip().startswith(("'" * 3, '"' * 3)):
         return None
+    kind = type(value).__name__
     codes = {code: name for name, code in _LEARNER_FUNCTIONS.items() if code is not None}
     inside = None
     while tb is not None:
@@ -453,16 +471,16 @@ def _demonstration_lines(value, tb, source):
         tb = tb.tb_next
     if inside:
         name, line = inside
-        return [f"\x1b[1;31m{type(value).__name__}\x1b[0m raised in your {name} (line {line} of its cell): "
-                f"{' '.join(str(value).split())}. This demonstration calls {name}: fix it (its check is the "
-                "cell after its definition), then run this cell again."]
-    used = [name for name in _LEARNER_FUNCTIONS if re.search(rf"\b{re.escape(name)}\s*\(", source)]
-    failed = [(name, _RECORD.failure_since_definition(name)) for name in used]
-    failed = [(name, why) for name, why in failed if why]
+        return _wrapped(kind, f"raised in your {name} (line {line} of its cell), which this demonstration calls: "
+                        f"fix {name} (its check is the cell after its definition), then run this cell again.")
+    failed = [name for name in _LEARNER_FUNCTIONS if _RECORD.failure_since_definition(name, other_than=source)]
+    used = [name for name in failed if re.search(rf"\b{re.escape(name)}\b", source)]
+    if used:
+        return _wrapped(kind, f"this demonstration uses your {used[0]}, whose check above failed: fix {used[0]}, "
+                        "then run this cell again.")
     if failed:
-        name, why = failed[0]
-        return [f"\x1b[1;31m{type(value).__name__}\x1b[0m: this demonstration uses your {name}, whose check "
-                f"failed above ({why[:200]}{'…' if len(why) > 200 else ''}): fix {name}, then run this cell again."]
+        return _wrapped(kind, f"this demonstration stopped after your {failed[0]} failed its check above: fix "
+                        f"{failed[0]} first, then run this cell again.")
     return None
 
 
@@ -470,7 +488,7 @@ def _show_error(shell, etype, value, tb, tb_offset=None):
     """IPython's handler for errors in a cell: one line when the error comes from the learner's
     function (or one whose check failed), the usual traceback otherwise."""
     try:
-        lines = _demonstration_lines(value, tb, shell.user_ns.get("_ih", [""])[-1] if shell else "")
+        lines = _demonstration_lines(value, tb, getattr(shell, "_attention_running_source", ""))
         if lines:
             value._render_traceback_ = lambda: lines
     except Exception:                             # never let the explanation hide the error
@@ -489,6 +507,11 @@ def _follow_the_notebook():
     if shell is None or getattr(shell, "_attention_checks_followed", False):
         return
     shell._attention_checks_followed = True
+
+    def before_cell(info):
+        shell._attention_running_source = getattr(info, "raw_cell", "") or ""
+
+    shell.events.register("pre_run_cell", before_cell)
     shell.events.register("post_run_cell", _RECORD.after_cell)
     shell.set_custom_exc((Exception,), _show_error)
 

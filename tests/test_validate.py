@@ -1,0 +1,68 @@
+"""The Validate button tells the truth, as a learner uses it: ``nbgrader validate`` on the release
+with the learner's answers, in a folder of their own, without the course's configuration.
+
+With every answer right it says Success; with one catalogued mistake it fails, and its report holds
+the visible check's message (the graded cell after the checks fails while they fail). No
+configuration warning. And a demonstration that uses the wrong function stops in one short
+message naming that function, not in a traceback through the lesson's code.
+"""
+import re
+
+import pytest
+
+import background
+import lesson_grading
+from conftest import lesson_ids, lessons_using
+from visible_checks import run_visible_checks
+
+LESSONS = lesson_ids()
+
+
+@pytest.fixture(scope="session")
+def learner_validation(request):
+    """``lesson_grading.validate_as_learner`` on the lessons selected (started in the background)."""
+    return background.result(request.session, "learner_validation", lesson_grading.validate_as_learner,
+                             lessons_using(request.session, "learner_validation"), after="validation")
+
+
+def _folded(text):
+    return " ".join(re.sub(r"\x1b\[[0-9;]*m", "", text).split())
+
+
+@pytest.mark.nbgrader
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_validate_says_success_when_every_check_passes(lesson, learner_validation):
+    """Every answer right: Success, in the learner's own folder."""
+    report = learner_validation["right"][f"{lesson}.ipynb"]
+    assert "Success! Your notebook passes all the tests." in report, report[-3000:]
+
+
+@pytest.mark.nbgrader
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_validate_fails_with_the_visible_checks_message(lesson, learner_validation):
+    """One catalogued mistake: validation fails, and says what the visible check says."""
+    report = learner_validation["wrong"][f"{lesson}.ipynb"]
+    function, mistake = learner_validation["mistakes"][lesson]
+    import catalogue
+
+    outcome = run_visible_checks(lesson, function, catalogue.load(lesson).WRONG[function][mistake])
+    assert outcome.failed, f"{function}.{mistake} passes its visible checks"
+    assert "VALIDATION FAILED ON" in report and "Success" not in report, report[-3000:]
+    assert f"the check of {function} above failed: {_folded(outcome.message)}" in _folded(report), report[-3000:]
+
+
+@pytest.mark.nbgrader
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_a_learner_gets_no_configuration_warning(lesson, learner_validation):
+    """nbgrader finds a configuration in the learner's environment: no "No nbgrader_config.py" warning."""
+    assert "No nbgrader_config.py file found" not in learner_validation["output"]
+
+
+@pytest.mark.nbgrader
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_a_demonstration_that_uses_a_wrong_function_says_so_briefly(lesson, learner_validation):
+    """Each demonstration that fails after the mistake names the function to fix, in a short message."""
+    function, _ = learner_validation["mistakes"][lesson]
+    problems = [f"{source[:60]!r}: {trace[:600]}" for source, trace in learner_validation["demonstrations"][lesson]
+                if f"your {function}" not in trace or len(trace.splitlines()) > 3]
+    assert not problems, "\n".join(problems)
