@@ -5,8 +5,11 @@ or typed in one of its code cells (a parameter the text refers to), or be a figu
 quotes from a source article (``attention_course.examples``), or be allowed below with a reason.
 The solution notebooks run once for the whole session (hidden test cells left out: they print
 nothing the text quotes, and they need the grader); the same run checks that every figure has a
-title and labelled axes. And no learner-facing text names a worked
-example "seed 00N": the examples are named by what they are.
+title and labelled axes. Claims made in words ("larger", "collapses", "reads *cat* most") are
+checked against the values the notebook computed (``CLAIMS``), and a lesson that trains runs a
+second time as another machine's rounding would: no figure it quotes may depend on the run
+(``ANOTHER_RUN``). And no learner-facing text names a worked example "seed 00N": the examples are
+named by what they are.
 """
 import inspect
 import json
@@ -142,36 +145,126 @@ get_ipython().events.register("post_run_cell", _audit)
 """
 
 
-def _run(lesson, folder):
+#: Claims in words ("larger", "collapses", "reads *cat* most") and the computed values that back
+#: them: ``{lesson: [(words of the prose, an expression over the notebook's variables)]}``. The
+#: words must stay in the lesson (so that a changed sentence is looked at again) and the expression
+#: must hold when the notebook runs (on another machine's training run too, for lesson 07).
+CLAIMS = {
+    "01_context_vectors": [
+        ("*cat* puts most of its\nattention on its own vector", "A_four[0].argmax() == 0 and A_four[0, 0] > 0.5"),
+        ("*phone*, which reads only\nitself", "A_four[2, 2] > 0.99"),
+        ("*dog* reads *cat* most", "words[int(A_four[1].argmax())] == 'cat'"),
+        ("*cat*'s longer vector has a larger dot product with\n*dog*'s than\n*dog*'s own has",
+         "X[0] @ X[1] > X[1] @ X[1] and np.linalg.norm(X[0]) > np.linalg.norm(X[1])"),
+    ],
+    "03_scaling": [
+        ("its norm first rises", "peak > 0"),
+        ("at $d_k = 1024$ the read is nearly one-hot", "curves['unscaled']['max'][-1] > 0.9"),
+        ("With the\nscale the three curves are flat",
+         "all(max(v) < 1.5 * min(v) for v in curves['scaled by 1/√d_k'].values())"),
+    ],
+    "05_gradients": [
+        ("once they are nearly one-hot the typical\ngradient reaching the scores collapses by orders of\nmagnitude",
+         "results['unscaled'][-1] < results['scaled by 1/√d_k'][-1] / 100"),
+        ("At\nsmall widths it does not", "results['unscaled'][0] >= results['scaled by 1/√d_k'][0] / 2"),
+        ("With the scale, the gradient reaching the scores stays the same size whatever the width",
+         "max(results['scaled by 1/√d_k']) < 2 * min(results['scaled by 1/√d_k'])"),
+    ],
+    "06_multi_head": [
+        ("With $\\sqrt{d_{model}}$, 32 heads start almost\nflat", "peak_wrong[-1] < 2 / T_s < peak_right[-1]"),
+    ],
+    "07_capstone": [
+        ("the gradient of `W_Q` is *not* smaller",
+         "w_q_gradient['d_k = 128, no √d_k'] > w_q_gradient['d_k = 128, scaled']"),
+        ("the unscaled run learns more slowly than\nits scaled twin",
+         "results['d_k = 128, no √d_k']['steps to 90 %'] is None or "
+         "results['d_k = 128, no √d_k']['steps to 90 %'] > results['d_k = 128, scaled']['steps to 90 %']"),
+        ("the matching item outscores the query's key in\nmost sequences", "outscores > 0.5"),
+        ("far more than the untied baseline",
+         "results['tied W_Q = W_K']['on itself'] > 10 * results['baseline (d_k = 16)']['on itself']"),
+        ("and less on the answer item",
+         "results['tied W_Q = W_K']['on answer item'] < results['baseline (d_k = 16)']['on answer item']"),
+        ("larger weight than any other token in nearly every held-out sequence", "largest_share > 0.95"),
+        ("the size of its read grows with the number of tokens",
+         "read_size[2][1] < read_size[5][1] < read_size[8][1]"),
+        ("about the same size for 2, 5 or 8 items",
+         "max(v[0] for v in read_size.values()) < 1.2 * min(v[0] for v in read_size.values())"),
+        ("Practically all of its attention goes to the next token", "A_leak[:, q, q + 1].mean() > 0.95"),
+        ("roughly what a guess from the colours\non show achieves", "abs(leaky['held-out accuracy'] - most_common) < 0.1"),
+        ("`W_Q` and `W_K` did not move at all", "moved['W_Q'] == 0 and moved['W_K'] == 0"),
+        ("many times what\nthe untied baseline keeps",
+         "results['tied W_Q = W_K']['on itself'] > 10 * results['baseline (d_k = 16)']['on itself']"),
+    ],
+    "08_long_context": [
+        ("The memory slope is 2 almost exactly", "abs(memory_slope - 2) < 0.1"),
+        ("the tiled lines\nstay far below it",
+         "all(tiled_peak[B][-1] < full_peak[-1] / 5 for B in block_sizes)"),
+        ("its working memory is set\nby the block size and stays flat in $T$",
+         "all(abs(np.polyfit(np.log(lengths[-3:]), np.log(tiled_peak[B][-3:]), 1)[0]) < 0.3 for B in block_sizes)"),
+        ("hundreds to thousands of times the cached step", "100 < cache_saves[1000] < cache_saves[128000] < 10_000"),
+    ],
+}
+
+#: Lessons whose numbers depend on a training run, and how to make the run differ as another
+#: machine's would: (the cell after which to insert it, code). The gradients are nudged in their
+#: last bits, as another CPU's rounding would; whatever the prose quotes must be printed by both runs.
+ANOTHER_RUN = {
+    "07_capstone": ("def train(", """
+_model_backward_here, _nudge = model_backward, np.random.default_rng(12345)
+def model_backward(params, batch, **flags):
+    # this run's rounding differs from the first one's: each gradient is off in its last bits
+    loss, grads = _model_backward_here(params, batch, **flags)
+    return loss, {k: g * (1 + 1e-13 * _nudge.standard_normal(g.shape)) for k, g in grads.items()}
+"""),
+}
+
+
+def _claims_cell(lesson):
+    expressions = [expression for _, expression in CLAIMS.get(lesson, [])]
+    return (f"def _claim(_expression):\n    try:\n        return bool(eval(_expression))\n"
+            f"    except Exception as _error:\n        return f'{{type(_error).__name__}}: {{_error}}'\n"
+            f"print(_json.dumps([_claim(e) for e in {expressions!r}]))")
+
+
+def _run(lesson, folder, another_run=False):
     """The solution without its test cells, in a kernel forked from the grader's warm parent (no
     sandbox: this is the instructor's own notebook), figures left undrawn: only text and the
-    figures' titles and labels are read (``metadata["unlabelled_axes"]``)."""
+    figures' titles and labels are read (``metadata["unlabelled_axes"]``), and the lesson's claims
+    evaluated (``metadata["claims"]``). ``another_run``: as another machine's training would run."""
     from nbclient import NotebookClient
 
     from attention_grading.kernels import SandboxedKernelManager
 
     nb = nbformat.read(ROOT / "solutions" / lesson / f"{lesson}.ipynb", as_version=4)
-    nb.cells = [nbformat.v4.new_code_cell(FIGURE_AUDIT)] + [c for c in nb.cells if not is_test(c)] + \
-        [nbformat.v4.new_code_cell("print(_json.dumps(_unlabelled))")]
+    cells = [c for c in nb.cells if not is_test(c)]
+    if another_run:
+        after, code = ANOTHER_RUN[lesson]
+        place = next(i for i, c in enumerate(cells) if after in c.source) + 1
+        cells.insert(place, nbformat.v4.new_code_cell(code))
+    nb.cells = [nbformat.v4.new_code_cell(FIGURE_AUDIT)] + cells + \
+        [nbformat.v4.new_code_cell(_claims_cell(lesson)), nbformat.v4.new_code_cell("print(_json.dumps(_unlabelled))")]
     NotebookClient(nb, timeout=300, kernel_name="python3", kernel_manager_class=SandboxedKernelManager,
                    extra_arguments=["--InlineBackend.figure_formats=set()"],
                    resources={"metadata": {"path": str(folder)}}).execute()
     nb.cells.pop(0)
-    report = nb.cells.pop()
+    report, claims = nb.cells.pop(), nb.cells.pop()
     code = [c for c in nb.cells if c.cell_type == "code"]
     nb.metadata["unlabelled_axes"] = [
         f"code cell {n + 1} ({code[n].source.splitlines()[0][:60]!r}): {title or 'untitled'} lacks {', '.join(missing)}"
         for n, title, missing in json.loads(report.outputs[0].text)]
+    nb.metadata["claims"] = json.loads(claims.outputs[0].text)
     return nb
 
 
 @pytest.fixture(scope="session")
 def executed(tmp_path_factory):
-    """Every solution notebook, run once headless (in pairs: two cores)."""
+    """Every solution notebook, run once headless (in pairs: two cores), and the lessons that
+    train once more as another machine would (under ``(lesson, "another run")``)."""
     folder = tmp_path_factory.mktemp("lesson-text")
     with ThreadPoolExecutor(2) as pool:
-        runs = {lesson: pool.submit(_run, lesson, folder) for lesson in lesson_ids()}
-        return {lesson: run.result() for lesson, run in runs.items()}
+        runs = {(lesson, "another run"): pool.submit(_run, lesson, folder, True) for lesson in ANOTHER_RUN}
+        runs.update({lesson: pool.submit(_run, lesson, folder) for lesson in lesson_ids()})
+        return {key: run.result() for key, run in runs.items()}
 
 
 def _unbacked(nb, lesson):
@@ -204,6 +297,50 @@ def test_every_number_in_the_prose_is_computed_by_the_notebook(lesson, executed)
     assert not problems, (f"{lesson}: the text quotes numbers the notebook neither prints nor computes "
                           f"(print them, refer to the printed line, or allow them with a reason):\n"
                           + "\n".join(problems))
+
+
+@pytest.mark.parametrize("lesson", sorted(ANOTHER_RUN))
+def test_no_quoted_figure_depends_on_the_run(lesson, executed):
+    """A number the prose quotes is printed by another machine's training run as well: a figure one
+    run printed and another would not (steps to 90 %, a final accuracy) is never quoted as fact."""
+    other = executed[lesson, "another run"]
+    assert not _unbacked(other, lesson), ("the text quotes numbers that another run of the training does not "
+                                          "print; say it in words that hold for every run:\n"
+                                          + "\n".join(_unbacked(other, lesson)))
+
+
+@pytest.mark.parametrize("lesson", sorted(ANOTHER_RUN))
+def test_the_other_run_trains_differently(lesson, executed):
+    """The second run's training prints other figures than the first (else it would prove nothing)."""
+    def printed(nb):
+        return {line for cell in nb.cells if cell.cell_type == "code" for line in _shown(cell).splitlines()
+                if "s on this machine" not in line and " runs in " not in line}
+    assert printed(executed[lesson]) != printed(executed[lesson, "another run"])
+
+
+def _prose_of(nb):
+    return " ".join("\n".join(c.source for c in nb.cells if c.cell_type == "markdown").split())
+
+
+@pytest.mark.parametrize("lesson", sorted(CLAIMS))
+def test_every_claim_in_words_holds_in_the_numbers(lesson, executed):
+    """Each "larger", "collapses", "reads X most" the prose claims is checked against the values the
+    notebook computed, in every run."""
+    runs = [executed[lesson]] + ([executed[lesson, "another run"]] if lesson in ANOTHER_RUN else [])
+    prose = _prose_of(executed[lesson])
+    problems = [f"the lesson no longer says {words!r}: look at the claim again and update CLAIMS"
+                for words, _ in CLAIMS[lesson] if " ".join(words.split()) not in prose]
+    for run in runs:
+        problems += [f"{words!r} does not hold: {expression} is {held}"
+                     for (words, expression), held in zip(CLAIMS[lesson], run.metadata["claims"]) if held is not True]
+    assert not problems, "\n".join(problems)
+
+
+def test_a_claim_the_numbers_contradict_is_reported():
+    """The claims check can fail: an expression that is false, or one that raises, is reported."""
+    assert _claims_cell("no lesson").endswith("for e in []]))")
+    cell = _claims_cell("01_context_vectors")
+    assert "A_four[0].argmax() == 0" in cell
 
 
 @pytest.mark.parametrize("lesson", lesson_ids())

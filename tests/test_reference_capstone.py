@@ -10,6 +10,7 @@ import pytest
 
 import attention_reference as R
 from attention_course import capstone as task
+from attention_grading.specs import lesson07_capstone as outcome
 from attention_grading.specs import lesson07_mistakes as mistakes
 from attention_reference import capstone as C
 
@@ -92,16 +93,14 @@ def test_adam_step_follows_the_formula_and_leaves_inputs_alone():
         np.testing.assert_array_equal(a, b)
 
 
-def test_the_grading_recipe_reaches_the_outcome_thresholds():
-    from attention_grading.specs import lesson07_capstone as S
-
-    params = dict(zip(C.PARAM_NAMES, C.trained_model(S.OUTCOME_SEED, S.OUTCOME_STEPS)))
-    held = task.make_data(S.HELD_OUT_SIZE, S.HELD_OUT_SEED)
-    logits, A = C.model_forward(params, task.without_answer(held))
-    q = task.N_ITEMS
-    accuracy = np.mean(logits[:, q].argmax(axis=-1) == held["targets"][:, q])
-    attention = np.mean(A[np.arange(S.HELD_OUT_SIZE), q, held["answer_pos"]])
-    assert accuracy >= 0.99 and attention >= 0.9, (accuracy, attention)   # margin over 0.95 / 0.8
+@pytest.mark.parametrize("seed", outcome.TRAINING_SEEDS)
+def test_every_training_seed_trains_the_reference_past_the_thresholds_with_a_margin(seed):
+    """Each seed the Adam outcome may draw trains the reference well past the thresholds, on several
+    held-out sets: a correct adam_step never fails on an unlucky draw."""
+    params = dict(zip(C.PARAM_NAMES, C.trained_model(seed, outcome.OUTCOME_STEPS)))
+    for held_out in (1, 2, 3):
+        accuracy, attention, loss = outcome.held_out_measures(R, params, 1000 * seed + held_out)
+        assert accuracy >= 0.99 and attention >= 0.9 and loss <= outcome.MAX_LOSS / 2, (seed, accuracy, attention, loss)
 
 
 def test_task_data_is_well_formed():

@@ -77,11 +77,14 @@ def wheel(tmp_path_factory):
 
 
 def test_installed_package_has_no_reference_or_hidden_tests(wheel):
-    """The wheel a learner installs holds attention_course only."""
+    """The wheel a learner installs holds attention_course only, and the learners' nbgrader
+    configuration (installed in the environment's etc/jupyter/, where nbgrader looks)."""
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
-        packages = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+        packages = {n.split("/")[0] for n in names if not n.split("/")[0].endswith((".dist-info", ".data"))}
         assert packages == {"attention_course"}, packages
+        data = [n for n in names if n.split("/")[0].endswith(".data")]
+        assert [n.split("/", 2)[2] for n in data] == ["etc/jupyter/nbgrader_config.py"], data
         for name in names:
             if ".dist-info/" in name:   # METADATA carries the README, which describes the layout
                 continue
