@@ -369,3 +369,25 @@ def test_no_learner_facing_text_calls_an_example_seed():
     offenders = [str(p.relative_to(ROOT)) for p in learner_facing
                  if re.search(r"\bseeds? ?0\d\d\b", p.read_text(), re.IGNORECASE)]
     assert not offenders, offenders
+
+
+def test_memory_is_counted_in_one_kind_of_unit():
+    """Every lesson counts bytes in decimal units (kB, GB, TB), as the figures it quotes do: no
+    KiB, MiB or GiB, and no division by 2**30, beside them."""
+    mixed = []
+    for path in sorted((ROOT / "source").glob("*/*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            found = re.findall(r"\b[KMGT]iB\b|2\s*\*\*\s*(?:10|20|30|40)\b", cell.source)
+            if found:
+                mixed.append(f"{path.name}: {sorted(set(found))} in {cell.source.strip()[:80]!r}")
+    assert not mixed, "\n".join(mixed)
+
+
+@pytest.mark.parametrize("lesson", lesson_ids())
+def test_no_number_read_with_a_vowel_follows_a(lesson, executed):
+    """Neither the prose nor what the notebook prints says "a 80 GB" (an 80, an 11, an 18)."""
+    nb = executed[lesson]
+    texts = [c.source for c in nb.cells if c.cell_type == "markdown"] + \
+        [_shown(c) for c in nb.cells if c.cell_type == "code"]
+    wrong = [m.group(0) for text in texts for m in re.finditer(r"\ba (?:8\d*|11|18|1[18]\d{2,})\b", text)]
+    assert not wrong, wrong

@@ -221,3 +221,39 @@ def test_visible_checks_and_hidden_tests_agree_on_form(lesson, form):
             problems.append(f"{function}: other words.\n  hidden:  {verdict.message[:250]}\n"
                             f"  visible: {outcome.message[:250]}")
     assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------- what a hidden test's message says
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_hidden_messages_name_the_case_once_and_the_arguments_by_name(lesson):
+    """Every catalogued mistake's hidden verdict says its case once (no "On d_k = 4: On d_k = 4"),
+    names a changed argument by its parameter name, and calls each output by its own name."""
+    problems = []
+    for function, entries in catalogue.load(lesson).WRONG.items():
+        spec = spec_module.get(function)
+        if function != "dot_product_variance":          # its determinism is judged from measurements
+            spec = dataclasses.replace(spec, extra_calls=None, judge_extra=None)
+        for name, answer in entries.items():
+            with _quiet():
+                verdict = run_locally(spec, reference(), namespace_with(lesson, function, answer),
+                                      np.random.default_rng(0))
+            message = verdict.message
+            if verdict.case and message.count(verdict.case) > 1:
+                problems.append(f"{function}.{name} repeats its case: {message[:200]}")
+            if "argument number" in message:
+                problems.append(f"{function}.{name} numbers an argument: {message[:200]}")
+            if re.search(r"^On [^:]*: On ", message):
+                problems.append(f"{function}.{name}: {message[:200]}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_long_context_exercise_names_the_lengths_its_tests_measure():
+    """Lesson 08's exercise says at which lengths the visible check and the hidden test measure
+    memory, and how much growth the hidden test allows."""
+    from attention_grading.specs import lesson08_long_context as memory
+
+    text = _said_before("08_long_context", "tiled_attention")
+    for length in (*memory.MEMORY_LENGTHS, 512, 2048):
+        assert f"{length:,}".replace(",", "{,}") in text or f"T = {length}" in text, length
+    assert f"less than {memory.MAX_GROWTH:g} times" in text
