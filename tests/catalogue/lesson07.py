@@ -1,10 +1,11 @@
 """Learner answers for lesson 07, the capstone (model_forward, model_backward, adam_step).
 
-The outcome test (a fresh model trained with the learner's model_backward and adam_step)
-follows adam_step, so it belongs to adam_step's exercise. The wrong model_backward answers
-below are real mistakes that a gradient check exposes but that Adam, which divides every
-gradient by its own running size, still trains through: they lose points on model_backward's
-tests and nowhere else.
+The outcome test (a fresh model trained with the learner's adam_step, from gradients the grader
+computes with the reference's model_backward) follows adam_step and belongs to its exercise: a
+wrong model_backward loses points on model_backward's tests and nowhere else. Two of the wrong
+model_backward answers compute another model consistently (its loss and its gradients agree), so
+a gradient check of their own loss passes; the visible check compares their loss with the one of
+model_forward's logits.
 """
 
 WRONG = {
