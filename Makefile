@@ -11,7 +11,7 @@ ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 LAB_ARGS ?=
 TEST_ARGS ?=
 
-.PHONY: lab test system-packages release grade formgrader clean
+.PHONY: lab test test-all system-packages release grade formgrader clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
@@ -23,9 +23,13 @@ $(STAMP): pyproject.toml
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 $(ROOT_FLAG) $(LAB_ARGS)
 
-## test: Debian's PostgreSQL and Chromium (installed, or named), set up the environment, run every test
+## test: the quick tier (under 10 minutes): set up the environment, then every area once (a sample of each catalogue)
 test: system-packages $(STAMP)
 	$(PYTHON) -m pytest $(TEST_ARGS)
+
+## test-all: the full tier (CI): every catalogue entry, Dask, every browser test, real accounts, PostgreSQL
+test-all: system-packages $(STAMP)
+	$(PYTHON) -m pytest --full $(TEST_ARGS)
 
 ## system-packages: install the Debian packages the tests need, or say which and how (before anything else)
 system-packages:

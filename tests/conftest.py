@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
 sys.path.insert(0, str(ROOT / "tests"))
 
 COURSE_PARTS = ["nbgrader_config.py", "source", "notebooks", "solutions", "instructor"]
@@ -93,12 +94,29 @@ def lessons_using(session, fixture):
                    and "lesson" in getattr(getattr(item, "callspec", None), "params", {})})
 
 
+def _uses(item, fixture):
+    return fixture in getattr(item, "fixturenames", ())
+
+
+def plain_nbgrader_half_selected(session):
+    """Do the selected tests read the hostile catalogue graded by plain ``nbgrader autograde``?"""
+    return any(_uses(item, "nbgrader_half") or (_uses(item, "hostile") and getattr(
+        getattr(item, "callspec", None), "params", {}).get("way") == "nbgrader autograde")
+        for item in session.items)
+
+
 def graded_selection(session):
-    """(lessons, with attacks) of the one ``make grade`` run that serves the catalogue tests and
-    the hostile catalogue: one run keeps both cores busy to the end."""
-    attacks = any("hostile" in getattr(item, "fixturenames", ()) for item in session.items)
+    """(lessons, with attacks, sampled) of the one ``make grade`` run that serves the catalogue
+    tests and the hostile catalogue's ``make grade`` half: one run keeps both cores busy to the end.
+    The quick tier grades a sample of each lesson's catalogue."""
+    attacks = any(_uses(item, "hostile") or _uses(item, "make_grade_half") for item in session.items)
     lessons = set(lessons_using(session, "graded")) | ({HOSTILE_LESSON} if attacks else set())
-    return sorted(lessons), attacks
+    return sorted(lessons), attacks, not full_tier(session.config)
+
+
+def full_tier(config):
+    """``pytest --full`` (the root conftest.py defines the option and leaves the rest out without it)."""
+    return bool(config.getoption("full", default=False))
 
 
 @pytest.hookimpl(trylast=True)
@@ -119,10 +137,10 @@ def pytest_collection_finish(session):
     selected = lessons_using(session, "validation")
     if selected:
         background.start(session, "validation", lesson_grading.validate_all, selected)
-    lessons, attacks = graded_selection(session)
+    lessons, attacks, sampled = graded_selection(session)
     if lessons:
-        background.start(session, "graded", lesson_grading.grade_all, lessons, attacks)
-    if attacks:
+        background.start(session, "graded", lesson_grading.grade_all, lessons, attacks, sampled)
+    if plain_nbgrader_half_selected(session):
         import test_hostile_catalogue
 
         # One notebook at a time: it starts when validation is done, beside the catalogue's four
