@@ -36,17 +36,22 @@ def copy_course(dest, lessons=None):
     return dest
 
 
-def course_env():
+def course_env(root):
+    """The environment of a command run on the course copy at ``root``: the course environment's
+    tools on PATH, and that copy's grading package first on the import path (the one `make`
+    installs is the repository's)."""
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PYTHONPATH"] = str(Path(root) / "instructor" / "grading")
     env.pop("ATTENTION_GRADEBOOK_URL", None)
     env.pop("ATTENTION_EXCHANGE", None)
+    env.pop("ATTENTION_DASK_SCHEDULER", None)
     return env
 
 
 def nbgrader(root, *args, check=True, timeout=900):
     """Run a real ``nbgrader`` command in ``root``; stderr is merged into ``stdout``, in order."""
-    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, env=course_env(),
+    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, env=course_env(root),
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=timeout)
     if check and done.returncode != 0:

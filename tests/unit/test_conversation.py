@@ -59,11 +59,11 @@ def test_objects_that_could_run_code_never_cross():
 
 # ---------------------------------------------------------------- the grader's side
 
-def conversation(spec=OUTER, completed=("inner",), g=None):
+def conversation(spec=OUTER, completed=("inner",), g=None, limits=None):
     g = g or np.random.default_rng(3)
     cases = spec.cases(g)
     batches, callbacks, extra = plan_calls(spec, cases, g)
-    return cases, Conversation(spec, Reference, batches, callbacks, set(completed), len(cases), extra)
+    return cases, Conversation(spec, Reference, batches, callbacks, set(completed), len(cases), extra, limits)
 
 
 def test_calls_are_handed_out_one_case_at_a_time():
@@ -104,20 +104,26 @@ def test_a_stand_in_is_answered_only_once_its_own_test_is_over():
     assert "not available" in other["error"]
 
 
-def test_stand_ins_refuse_huge_inputs_and_too_many_calls(monkeypatch):
-    """No submission can make the grader compute something huge, or answer without end."""
-    _, talk = conversation()
+def test_stand_ins_refuse_huge_inputs_and_too_many_calls():
+    """No submission can make the grader compute something huge, or answer without end; the
+    limits are the course's settings (``c.ConversationLimits``)."""
+    from traitlets.config import Config
+
+    config = Config()
+    config.ConversationLimits.max_requests = 3
+    limits = hidden_tests.ConversationLimits(config=config)
+    _, talk = conversation(limits=limits)
     talk.reply({"op": "ready"})
     long_axis = talk.reply({"op": "substitute", "key": "inner",
-                            "args": [kernel_probe.encode(np.zeros(hidden_tests.MAX_AXIS + 1))]})
-    assert "axis longer than" in long_axis["error"]
+                            "args": [kernel_probe.encode(np.zeros(limits.max_axis + 1))]})
+    assert "axis longer than 512" in long_axis["error"]
     many = talk.reply({"op": "substitute", "key": "inner",
                        "args": [kernel_probe.encode(np.zeros((256, 257)))]})
-    assert "more than" in many["error"] and "numbers" in many["error"]
-    monkeypatch.setattr(hidden_tests, "MAX_REQUESTS", 3)
-    answers = [talk.reply({"op": "substitute", "key": "inner", "args": [kernel_probe.encode(1.0)]})
-               for _ in range(3)]
-    assert "error" in answers[-1] and "at most 3" in answers[-1]["error"]
+    assert "more than 65536 numbers" in many["error"]
+    third = talk.reply({"op": "substitute", "key": "inner", "args": [kernel_probe.encode(1.0)]})
+    assert "value" in third
+    fourth = talk.reply({"op": "substitute", "key": "inner", "args": [kernel_probe.encode(1.0)]})
+    assert "at most 3" in fourth["error"]
 
 
 def test_a_callback_is_evaluated_by_the_grader():

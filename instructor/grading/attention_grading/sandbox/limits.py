@@ -4,25 +4,34 @@ import functools
 import os
 import resource
 import uuid
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from traitlets import Int
+from traitlets.config import Configurable
 
-@dataclass
-class Limits:
-    """What a kernel and the processes it starts may use (the README states the same figures)."""
 
-    memory_bytes: int = 4 << 30        # address space of each process (RLIMIT_AS)
-    cpu_seconds: int = 900             # CPU time of each process (RLIMIT_CPU), then SIGXCPU
-    file_bytes: int = 64 << 20         # largest file it may write (RLIMIT_FSIZE)
-    open_files: int = 1024             # RLIMIT_NOFILE
-    scratch_bytes: int = 256 << 20     # its writable folder is a tmpfs of this size
-    pid_max: int = 364                 # of its PID namespace: at most 363 processes (301 is Linux's floor)
-    cgroup_memory_bytes: int = 4 << 30  # all its processes together, where a cgroup can be made
-    cgroup_processes: int = 128        # all its processes together, where a cgroup can be made
+class SandboxLimits(Configurable):
+    """What a graded kernel and the processes it starts may use (``c.SandboxLimits.<name>`` in
+    nbgrader_config.py). Carried to the kernel's sandbox inside its ``Policy`` (``as_dict``)."""
+
+    memory_bytes = Int(4 << 30, help="Address space of each process of a kernel (RLIMIT_AS), in bytes.").tag(config=True)
+    cpu_seconds = Int(900, help="CPU time of each process (RLIMIT_CPU), in seconds; SIGXCPU, then SIGKILL 10 s "
+                      "later.").tag(config=True)
+    file_bytes = Int(64 << 20, help="Largest file a kernel may write (RLIMIT_FSIZE), in bytes.").tag(config=True)
+    open_files = Int(1024, help="Open files of each process (RLIMIT_NOFILE).").tag(config=True)
+    scratch_bytes = Int(256 << 20, help="Size of the kernel's writable folder, a tmpfs of its own, in bytes.").tag(config=True)
+    pid_max = Int(364, help="pid_max of the kernel's PID namespace: at most this minus one processes (Linux's "
+                  "floor is 301).").tag(config=True)
+    cgroup_memory_bytes = Int(4 << 30, help="Memory of all a kernel's processes together, where the grader may "
+                              "make a cgroup, in bytes.").tag(config=True)
+    cgroup_processes = Int(128, help="Processes of a kernel together, where the grader may make a cgroup.").tag(config=True)
 
     def as_dict(self):
-        return asdict(self)
+        return {name: getattr(self, name) for name in sorted(self.class_trait_names(config=True))}
+
+    @classmethod
+    def from_dict(cls, values):
+        return cls(**values)
 
 
 def apply_rlimits(limits):
@@ -121,6 +130,6 @@ class Cgroups:
 @functools.lru_cache(maxsize=1)
 def cgroup_summary():
     """Which cgroup limits this machine lets the grader set (tried once, then removed)."""
-    trial = Cgroups(Limits())
+    trial = Cgroups(SandboxLimits())
     trial.remove()
     return f"cgroup limits on {' and '.join(trial.enforced)}" if trial.enforced else "no cgroup (rlimits only)"

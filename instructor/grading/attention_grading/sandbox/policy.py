@@ -11,12 +11,12 @@ import json
 import os
 import sys
 import sysconfig
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from ..errors import CourseError
-from .limits import Limits
+from .limits import SandboxLimits
 
 SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/conda")
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
@@ -47,7 +47,7 @@ class Policy:
     font_cache: Optional[str] = None   # matplotlib's font list, copied in (a cold kernel reads it)
     account: Optional[list] = None  # [uid, gid] to switch to, or None: uid 0 without capabilities
     devices: list = field(default_factory=lambda: [d for d in DEVICES if os.path.exists(d)])
-    limits: Limits = field(default_factory=Limits)
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
 
     @property
     def root(self):
@@ -63,12 +63,14 @@ class Policy:
         return os.path.join(self.scratch, "kernel.log")
 
     def to_json(self):
-        return json.dumps(asdict(self))
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        data["limits"] = self.limits.as_dict()
+        return json.dumps(data)
 
     @classmethod
     def from_json(cls, text):
         data = json.loads(text)
-        data["limits"] = Limits(**data["limits"])
+        data["limits"] = SandboxLimits.from_dict(data["limits"])
         return cls(**data)
 
 
@@ -103,9 +105,10 @@ def _site_packages():
 
 
 def _instructor_packages():
-    """Instructor packages installed in the course environment (kept out of kernels' view)."""
+    """Instructor packages installed in the course environment, and the files of their editable
+    installs (``__editable__.attention_grading-*.pth`` and its finder): kept out of kernels' view."""
     return [os.path.join(site, name) for site in _site_packages() if os.path.isdir(site)
-            for name in os.listdir(site) if name.startswith(INSTRUCTOR_PACKAGES)]
+            for name in os.listdir(site) if any(package in name for package in INSTRUCTOR_PACKAGES)]
 
 
 def allow_except(root, excluded):
@@ -187,4 +190,4 @@ def make(scratch, ports, env, seed=None, readable=(), protected=(), account=None
     return Policy(scratch=str(scratch), read_only=read_only, bind_ports=list(ports), env=env,
                   font_cache=matplotlib_font_cache(),
                   seed=str(seed) if seed else None, readable=[str(p) for p in readable], listable=listable,
-                  account=account, limits=limits or Limits())
+                  account=account, limits=limits or SandboxLimits())
