@@ -16,12 +16,12 @@ def main(path):
     with open(path) as fh:
         request = json.load(fh)
     sys.path.insert(0, request["grading_dir"])
-    from attention_grading.sandbox import SandboxLimits, kernel_environment, make
+    from attention_grading.sandbox import Limits, kernel_environment, make
     from attention_grading.sandbox.spawn import fork_sandboxed
 
     scratch = request["scratch"]
     env = kernel_environment(dict(os.environ), os.path.join(scratch, "sandbox"))
-    limits = SandboxLimits(**request.get("limits", {}))
+    limits = Limits(**request.get("limits", {}))
     policy = make(scratch, request.get("ports", []), env, seed=request.get("seed"),
                   protected=request.get("protected", []), account=request.get("account"), limits=limits)
 

@@ -36,14 +36,25 @@ def test_loading_the_configuration_changes_no_global_state(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nbgrader_config.py"]
 
 
-def test_a_setting_in_the_configuration_reaches_the_step_that_uses_it():
-    """``c.SandboxLimits.memory_bytes`` set in the configuration is what a sandbox is given."""
+def test_a_setting_in_the_configuration_reaches_the_step_that_uses_it(tmp_path):
+    """``c.GuardedExecute.sandbox_limits`` and ``c.ConversationLimits`` set in the configuration are
+    what a kernel's sandbox and a hidden test are given."""
     from traitlets.config import Config
 
-    from attention_grading.sandbox import SandboxLimits
+    from attention_grading.execute import GuardedExecute
+    from attention_grading.hidden_tests import ConversationLimits
+    from attention_grading.kernels import SandboxRequest
 
     config = Config()
-    config.SandboxLimits.memory_bytes = 1 << 30
-    limits = SandboxLimits(config=config)
-    assert limits.memory_bytes == 1 << 30
-    assert SandboxLimits.from_dict(limits.as_dict()).memory_bytes == 1 << 30
+    config.GuardedExecute.sandbox_limits = {"memory_bytes": 1 << 30}
+    config.ConversationLimits.max_axis = 64
+    executor = GuardedExecute(config=config)
+    (tmp_path / "submission").mkdir()
+    request = SandboxRequest.for_submission(tmp_path / "submission", tmp_path, executor.sandbox_limits)
+    try:
+        assert request.limits.memory_bytes == 1 << 30 and request.limits.cpu_seconds == 900
+    finally:
+        shutil.rmtree(request.scratch, ignore_errors=True)
+    assert ConversationLimits(parent=executor).max_axis == 64
+    rows = dict((name, value) for name, value, _ in settings.sandbox_limits(config))
+    assert rows["memory_bytes"] == 1 << 30

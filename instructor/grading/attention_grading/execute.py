@@ -26,7 +26,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Float, Integer, Unicode
+from traitlets import Bool, Dict, Float, Integer, Unicode
 
 from . import sandbox
 from . import spec as spec_module
@@ -61,6 +61,9 @@ class GuardedExecute(KernelRecovery, Execute):
     sandbox = Bool(True, help="Run every kernel in the operating-system sandbox. Set False only "
                    "where the machine cannot sandbox (every run then warns): learner code would "
                    "run with the grader's rights.").tag(config=True)
+    sandbox_limits = Dict(help="Values for the sandbox's limits (sandbox.limits.Limits: memory_bytes, "
+                          "cpu_seconds, ...; the README's settings table lists each), e.g. "
+                          "{'memory_bytes': 2 << 30}.").tag(config=True)
     case_secret = Unicode("", help="The course's secret (hex) from which each submission's hidden-test "
                           "cases are drawn; default: instructor/hidden-cases.secret of the course, made "
                           "on first use (make grade passes it to every job).").tag(config=True)
@@ -92,8 +95,7 @@ class GuardedExecute(KernelRecovery, Execute):
                              "runs with the grader's rights")
             self._scratch, self._sandbox_request = tempfile.mkdtemp(prefix="attention-kernel-"), None
             return None
-        limits = sandbox.SandboxLimits(parent=self)          # c.SandboxLimits.* of the course's config
-        self._sandbox_request = SandboxRequest.for_submission(folder, self._course_root(), limits)
+        self._sandbox_request = SandboxRequest.for_submission(folder, self._course_root(), self.sandbox_limits)
         self._scratch = self._sandbox_request.scratch
         return self._sandbox_request.describe()
 

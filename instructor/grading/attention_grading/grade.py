@@ -32,7 +32,7 @@ from traitlets import Float, Int
 from traitlets.config import Configurable
 
 from .case_secret import course_secret
-from .course import lesson_ids, load_config
+from .course import environment_tools_on_path, lesson_ids, load_config
 from .errors import CourseError, GradebookError, SelectionError
 from .intake import Problem, content_hash, scan, submission_files
 from .jobs import FeedbackJob, GradingJob, run_feedback, run_job
@@ -302,6 +302,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     import warnings
 
+    environment_tools_on_path()
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
     try:

@@ -32,6 +32,7 @@ from . import sandbox
 from .paths import INSTRUCTOR_DIR
 from .sandbox import support
 from .sandbox.account import kernel_account
+from .sandbox.limits import Limits
 from .zygote_client import BLAS_THREADS, ForkedProcess, zygote_for
 
 # Files of the grader's that may sit in a submission folder: never copied into a kernel's.
@@ -54,11 +55,10 @@ class SandboxRequest:
         self.limits, self.account = limits, account
 
     @classmethod
-    def for_submission(cls, folder, course_root, limits):
+    def for_submission(cls, folder, course_root, limit_overrides=None):
         """A fresh scratch folder holding a copy of the submission's files (notebooks and the
-        grader's own files left out), and the request that confines its kernels to it within
-        ``limits`` (``SandboxLimits``). Raises ``sandbox.SandboxUnavailable`` where this machine
-        cannot sandbox."""
+        grader's own files left out), and the request that confines its kernels to it. Raises
+        ``sandbox.SandboxUnavailable`` where this machine cannot sandbox."""
         support.require()
         scratch = tempfile.mkdtemp(prefix="attention-kernel-")
         try:
@@ -71,6 +71,7 @@ class SandboxRequest:
         except BaseException:
             shutil.rmtree(scratch, ignore_errors=True)
             raise
+        limits = Limits(**{**Limits().as_dict(), **(limit_overrides or {})})
         return cls(scratch, seed, [course_root, str(INSTRUCTOR_DIR), folder], limits, account)
 
     def policy(self, ports, requested_env, connection_file):

@@ -17,9 +17,20 @@ def configurables():
     from .execute import GuardedExecute
     from .grade import GradingRun
     from .hidden_tests import ConversationLimits
-    from .sandbox.limits import SandboxLimits
 
-    return [GradingRun, GuardedExecute, ConversationLimits, SandboxLimits, DaskCluster]
+    return [GradingRun, GuardedExecute, ConversationLimits, DaskCluster]
+
+
+def sandbox_limits(config):
+    """[(name, value, help)] of the sandbox's limits (``sandbox.limits.Limits``, a dataclass of the
+    standard library: the sandbox also runs in a bare Python), with ``config``'s values
+    (``c.GuardedExecute.sandbox_limits``)."""
+    import dataclasses
+
+    from .sandbox.limits import Limits
+
+    values = Limits(**dict(config.GuardedExecute.get("sandbox_limits", {}) or {}))
+    return [(f.name, getattr(values, f.name), f.metadata["help"]) for f in dataclasses.fields(Limits)]
 
 
 def _course_settings(cls):
@@ -52,6 +63,9 @@ def markdown(config=None):
         for name, trait in _course_settings(cls):
             help_text = " ".join(trait.help.split()).replace("|", "\\|")
             rows.append(f"| `{cls.__name__}.{name}` | {_value(getattr(instance, name))} | {help_text} |")
+        if cls.__name__ == "GuardedExecute":
+            rows += [f"| `GuardedExecute.sandbox_limits[{name!r}]` | {_value(value)} | {help_text} |"
+                     for name, value, help_text in sandbox_limits(config)]
     others = [(section, name, value) for section, values in sorted(config.items()) if section not in ours
               and section[:1].isupper() for name, value in sorted(values.items())
               if isinstance(value, (int, float, bool)) and not isinstance(value, dict)]

@@ -7,7 +7,7 @@ resource limits, the privilege drop (``privileges``), Landlock (``landlock``) an
 (``seccomp``). ``support.missing`` says what this machine lacks, by trying it.
 """
 from . import account, limits
-from .limits import SandboxLimits
+from .limits import Limits
 from .policy import Policy, SandboxUnavailable, kernel_environment, make
 
-__all__ = ["Policy", "SandboxLimits", "SandboxUnavailable", "kernel_environment", "make"]
+__all__ = ["Limits", "Policy", "SandboxUnavailable", "kernel_environment", "make"]

@@ -4,34 +4,35 @@ import functools
 import os
 import resource
 import uuid
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from traitlets import Int
-from traitlets.config import Configurable
+
+def _limit(default, help):
+    return field(default=default, metadata={"help": help})
 
 
-class SandboxLimits(Configurable):
-    """What a graded kernel and the processes it starts may use (``c.SandboxLimits.<name>`` in
-    nbgrader_config.py). Carried to the kernel's sandbox inside its ``Policy`` (``as_dict``)."""
+@dataclass
+class Limits:
+    """What a kernel and the processes it starts may use: a typed settings object of the standard
+    library only (the sandbox code runs in a bare Python too), set in nbgrader_config.py as
+    ``c.GuardedExecute.sandbox_limits = {"memory_bytes": ...}``; the README's settings table is
+    made from these fields and their help."""
 
-    memory_bytes = Int(4 << 30, help="Address space of each process of a kernel (RLIMIT_AS), in bytes.").tag(config=True)
-    cpu_seconds = Int(900, help="CPU time of each process (RLIMIT_CPU), in seconds; SIGXCPU, then SIGKILL 10 s "
-                      "later.").tag(config=True)
-    file_bytes = Int(64 << 20, help="Largest file a kernel may write (RLIMIT_FSIZE), in bytes.").tag(config=True)
-    open_files = Int(1024, help="Open files of each process (RLIMIT_NOFILE).").tag(config=True)
-    scratch_bytes = Int(256 << 20, help="Size of the kernel's writable folder, a tmpfs of its own, in bytes.").tag(config=True)
-    pid_max = Int(364, help="pid_max of the kernel's PID namespace: at most this minus one processes (Linux's "
-                  "floor is 301).").tag(config=True)
-    cgroup_memory_bytes = Int(4 << 30, help="Memory of all a kernel's processes together, where the grader may "
-                              "make a cgroup, in bytes.").tag(config=True)
-    cgroup_processes = Int(128, help="Processes of a kernel together, where the grader may make a cgroup.").tag(config=True)
+    memory_bytes: int = _limit(4 << 30, "Address space of each process of a kernel (RLIMIT_AS), in bytes.")
+    cpu_seconds: int = _limit(900, "CPU time of each process (RLIMIT_CPU), in seconds; SIGXCPU, then SIGKILL "
+                                   "10 s later.")
+    file_bytes: int = _limit(64 << 20, "Largest file a kernel may write (RLIMIT_FSIZE), in bytes.")
+    open_files: int = _limit(1024, "Open files of each process (RLIMIT_NOFILE).")
+    scratch_bytes: int = _limit(256 << 20, "Size of the kernel's writable folder, a tmpfs of its own, in bytes.")
+    pid_max: int = _limit(364, "pid_max of the kernel's PID namespace: at most this minus one processes "
+                               "(Linux's floor is 301).")
+    cgroup_memory_bytes: int = _limit(4 << 30, "Memory of all a kernel's processes together, where the grader "
+                                               "may make a cgroup, in bytes.")
+    cgroup_processes: int = _limit(128, "Processes of a kernel together, where the grader may make a cgroup.")
 
     def as_dict(self):
-        return {name: getattr(self, name) for name in sorted(self.class_trait_names(config=True))}
-
-    @classmethod
-    def from_dict(cls, values):
-        return cls(**values)
+        return asdict(self)
 
 
 def apply_rlimits(limits):
@@ -130,6 +131,6 @@ class Cgroups:
 @functools.lru_cache(maxsize=1)
 def cgroup_summary():
     """Which cgroup limits this machine lets the grader set (tried once, then removed)."""
-    trial = Cgroups(SandboxLimits())
+    trial = Cgroups(Limits())
     trial.remove()
     return f"cgroup limits on {' and '.join(trial.enforced)}" if trial.enforced else "no cgroup (rlimits only)"
