@@ -16,6 +16,8 @@ from conftest import lesson_ids, lessons_using
 from visible_checks import run_visible_checks
 
 LESSONS = lesson_ids()
+#: The quick tier validates lesson 01 as a learner; the full tier every lesson.
+AS_LEARNER = [lesson if lesson == LESSONS[0] else pytest.param(lesson, marks=pytest.mark.full) for lesson in LESSONS]
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +32,7 @@ def _folded(text):
 
 
 @pytest.mark.nbgrader
-@pytest.mark.parametrize("lesson", LESSONS)
+@pytest.mark.parametrize("lesson", AS_LEARNER)
 def test_validate_says_success_when_every_check_passes(lesson, learner_validation):
     """Every answer right: Success, in the learner's own folder."""
     report = learner_validation["right"][f"{lesson}.ipynb"]
@@ -38,7 +40,7 @@ def test_validate_says_success_when_every_check_passes(lesson, learner_validatio
 
 
 @pytest.mark.nbgrader
-@pytest.mark.parametrize("lesson", LESSONS)
+@pytest.mark.parametrize("lesson", AS_LEARNER)
 def test_validate_fails_with_the_visible_checks_message(lesson, learner_validation):
     """One catalogued mistake: validation fails, and says what the visible check says."""
     report = learner_validation["wrong"][f"{lesson}.ipynb"]
@@ -52,14 +54,14 @@ def test_validate_fails_with_the_visible_checks_message(lesson, learner_validati
 
 
 @pytest.mark.nbgrader
-@pytest.mark.parametrize("lesson", LESSONS)
+@pytest.mark.parametrize("lesson", AS_LEARNER)
 def test_a_learner_gets_no_configuration_warning(lesson, learner_validation):
     """nbgrader finds a configuration in the learner's environment: no "No nbgrader_config.py" warning."""
     assert "No nbgrader_config.py file found" not in learner_validation["output"]
 
 
 @pytest.mark.nbgrader
-@pytest.mark.parametrize("lesson", LESSONS)
+@pytest.mark.parametrize("lesson", AS_LEARNER)
 def test_a_demonstration_that_uses_a_wrong_function_says_so_briefly(lesson, learner_validation):
     """Each demonstration that fails after the mistake names the function to fix, in a short message."""
     function, _ = learner_validation["mistakes"][lesson]
