@@ -1,9 +1,9 @@
 """Every requirement an exercise states has a hidden case that fails an answer breaking it, and the
 visible checks and the hidden tests agree on the form of an answer.
 
-- The wire to the kernel (``kernel_probe.encode``/``decode``) keeps what a case built: dtype, shape
-  and memory order (C, Fortran, any strided view), so a case about a transposed matrix reaches the
-  learner's function as a transposed matrix.
+- The wire to the kernel (``kernel_probe.encode``/``decode``) keeps what every case of every spec
+  built: dtype, shape and memory order (tests/unit/test_conversation.py tests the wire on every
+  layout), so a case about a transposed matrix reaches the learner's function as a transposed view.
 - ``REQUIREMENTS`` in each catalogue module lists the lesson's requirement sentences, each with its
   hidden case and a WRONG entry that breaks only that requirement: the lesson says those words
   before the function's solution cell, the hidden test has that case, and the entry fails exactly
@@ -37,49 +37,6 @@ LESSONS = lesson_ids()
 def _same_steps(got, sent):
     """The same strides on every axis longer than 1 (a stride along a single element is immaterial)."""
     return all(a == b for a, b, n in zip(got.strides, sent.strides, sent.shape) if n > 1)
-
-
-def _layouts():
-    g = np.random.default_rng(3)
-    base = g.normal(size=(4, 6))
-    return {
-        "C-ordered": base,
-        "Fortran-ordered": np.asfortranarray(g.normal(size=(2, 3, 4))),
-        "transposed view": base.T,
-        "every other column": base[:, ::2],
-        "reversed rows": base[::-1, 1:],
-        "integer transposed": g.integers(-3, 4, size=(3, 5)).astype(np.int32).T,
-        "boolean strided": (g.random((4, 6)) < 0.5)[::2],
-        "a new axis of length 1": (g.random((3, 5)) < 0.5)[:, None, :],
-        "0-d": np.array(2.5),
-        "empty": np.zeros((0, 3)),
-    }
-
-
-@pytest.mark.parametrize("name", list(_layouts()))
-def test_the_wire_keeps_dtype_shape_and_memory_order(name):
-    """An array crosses the wire with its values, dtype, shape, strides and contiguity, writable."""
-    sent = _layouts()[name]
-    got = kernel_probe.decode(kernel_probe.encode(sent))
-    assert isinstance(got, np.ndarray) and got.dtype == sent.dtype and got.shape == sent.shape
-    assert np.array_equal(got, sent) and got.flags.writeable
-    assert _same_steps(got, sent), (got.strides, sent.strides)
-    assert (got.flags.c_contiguous, got.flags.f_contiguous) == (sent.flags.c_contiguous, sent.flags.f_contiguous)
-
-
-def test_a_received_array_is_the_receivers_own():
-    """Writing into a decoded array changes nothing that was sent (its bytes are copied)."""
-    sent = np.arange(12.0).reshape(3, 4).T
-    got = kernel_probe.decode(kernel_probe.encode(sent))
-    got[...] = -1.0
-    assert np.array_equal(sent, np.arange(12.0).reshape(3, 4).T)
-
-
-def test_strides_that_do_not_fit_the_bytes_are_refused():
-    """A kernel that lies about a view's strides gets an opaque value, not memory it did not send."""
-    blob = kernel_probe.encode(np.arange(6.0)[::2])
-    blob["strides"] = [8000]
-    assert isinstance(kernel_probe.decode(blob), kernel_probe.Opaque)
 
 
 def _spec_names():

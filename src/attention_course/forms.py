@@ -12,10 +12,8 @@ def describe(value):
     """What a value is, in a few words (never its numbers)."""
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape} and dtype {value.dtype}"
-    if isinstance(value, tuple):
-        return f"a tuple of {len(value)} values"
-    if isinstance(value, list):
-        return f"a list of {len(value)} values"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)} value{'' if len(value) == 1 else 's'}"
     if isinstance(value, dict):
         return f"a dict with the keys {', '.join(map(str, value))}"
     if value is None:

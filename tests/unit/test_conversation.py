@@ -45,6 +45,55 @@ def test_what_crosses_the_wire_comes_back_equal(value):
         assert back.dtype == value.dtype and back.shape == value.shape and np.array_equal(back, value)
 
 
+def _same_steps(got, sent):
+    """The same strides on every axis longer than 1 (a stride along a single element is immaterial)."""
+    return all(a == b for a, b, n in zip(got.strides, sent.strides, sent.shape) if n > 1)
+
+
+def _layouts():
+    g = np.random.default_rng(3)
+    base = g.normal(size=(4, 6))
+    return {
+        "C-ordered": base,
+        "Fortran-ordered": np.asfortranarray(g.normal(size=(2, 3, 4))),
+        "transposed view": base.T,
+        "every other column": base[:, ::2],
+        "reversed rows": base[::-1, 1:],
+        "integer transposed": g.integers(-3, 4, size=(3, 5)).astype(np.int32).T,
+        "boolean strided": (g.random((4, 6)) < 0.5)[::2],
+        "a new axis of length 1": (g.random((3, 5)) < 0.5)[:, None, :],
+        "0-d": np.array(2.5),
+        "empty": np.zeros((0, 3)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_layouts()))
+def test_the_wire_keeps_dtype_shape_and_memory_order(name):
+    """An array crosses the wire with its values, dtype, shape, strides and contiguity, writable:
+    a transposed matrix reaches the function as a transposed view, not a C-ordered copy."""
+    sent = _layouts()[name]
+    got = kernel_probe.decode(json.loads(json.dumps(kernel_probe.encode(sent))))
+    assert isinstance(got, np.ndarray) and got.dtype == sent.dtype and got.shape == sent.shape
+    assert np.array_equal(got, sent) and got.flags.writeable
+    assert _same_steps(got, sent), (got.strides, sent.strides)
+    assert (got.flags.c_contiguous, got.flags.f_contiguous) == (sent.flags.c_contiguous, sent.flags.f_contiguous)
+
+
+def test_a_received_array_is_the_receivers_own():
+    """Writing into a decoded array changes nothing that was sent (its bytes are copied)."""
+    sent = np.arange(12.0).reshape(3, 4).T
+    got = kernel_probe.decode(kernel_probe.encode(sent))
+    got[...] = -1.0
+    assert np.array_equal(sent, np.arange(12.0).reshape(3, 4).T)
+
+
+def test_strides_that_do_not_fit_the_bytes_are_refused():
+    """A kernel that lies about a view's strides gets an opaque value, not memory it did not send."""
+    blob = kernel_probe.encode(np.arange(6.0)[::2])
+    blob["strides"] = [8000]
+    assert isinstance(kernel_probe.decode(blob), kernel_probe.Opaque)
+
+
 def test_objects_that_could_run_code_never_cross():
     """An object array, a function or a class instance is described, never sent; what comes back
     is an ``Opaque`` the grader cannot call."""

@@ -21,13 +21,24 @@ def __FUNCTION__(x):
     },
 }
 
-#: For each WRONG entry, words the visible check's message must contain to name its mistake.
+#: For each WRONG entry, words the visible check's message must contain to name its mistake (and
+#: that no other entry's message contains).
 DIAGNOSES = {
     "__FUNCTION__": {
         "mean_over_columns": ("over the columns",),
         "global_mean": ("whole array",),
         "changes_x_in_place": ("in place",),
     },
+}
+
+#: Each requirement the exercise states, the hidden case that tests it and a WRONG entry that breaks
+#: it (tests/test_requirements.py): the lesson says those words before the solution cell, and the
+#: entry fails exactly on that case.
+REQUIREMENTS = {
+    "__FUNCTION__": [
+        ("minus the mean of each row", "a (4, 7) matrix", "mean_over_columns"),
+        ("without changing `x`", "a 1-D row of 5 scores", "changes_x_in_place"),
+    ],
 }
 
 CORRECT = {
