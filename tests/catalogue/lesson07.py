@@ -306,92 +306,6 @@ def model_backward(params, batch, causal=True, scale=True, weighting="softmax"):
     grads["E_attr"][attrs] += dX
     return float(loss), grads
 ''',
-        "consistent_without_scale": '''
-def model_backward(params, batch, causal=True, scale=True, weighting="softmax"):
-    p = {k: np.asarray(params[k], dtype=float) for k in ("E_name", "E_attr", "W_Q", "W_K", "W_V", "W_out")}
-    names, attrs, targets = np.asarray(batch["names"]), np.asarray(batch["attrs"]), np.asarray(batch["targets"])
-    X = p["E_name"][names] + p["E_attr"][attrs]
-    Q, K, V = X @ p["W_Q"], X @ p["W_K"], X @ p["W_V"]
-    T, d_model, d_k, d_v = X.shape[-2], X.shape[-1], K.shape[-1], V.shape[-1]
-    c = 1.0                                             # the 1/√d_k left out, in the loss and the gradients alike
-    S = c * (Q @ np.swapaxes(K, -1, -2))
-    visible = np.tril(np.ones((T, T), dtype=bool)) if causal else np.ones((T, T), dtype=bool)
-    if weighting == "softmax":
-        A = softmax(np.where(visible, S, -np.inf), axis=-1)
-    elif weighting == "raw":
-        A = np.where(visible, S, 0.0)
-    else:
-        A = (np.arange(T) == np.argmax(np.where(visible, S, -np.inf), axis=-1)[..., None]).astype(float)
-    O = A @ V
-    logits = O @ p["W_out"]
-    graded = targets >= 0
-    n = graded.sum()
-    z = logits - logits.max(axis=-1, keepdims=True)
-    log_probs = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
-    safe = np.where(graded, targets, 0)
-    loss = -np.take_along_axis(log_probs, safe[..., None], axis=-1)[..., 0][graded].sum() / n
-    dlogits = (np.exp(log_probs) - (np.arange(logits.shape[-1]) == safe[..., None])) * graded[..., None] / n
-    dO = dlogits @ p["W_out"].T
-    dA, dV = dO @ np.swapaxes(V, -1, -2), np.swapaxes(A, -1, -2) @ dO
-    if weighting == "softmax":
-        dS = A * (dA - np.sum(A * dA, axis=-1, keepdims=True))
-    elif weighting == "raw":
-        dS = np.where(visible, dA, 0.0)
-    else:
-        dS = np.zeros_like(dA)
-    dQ, dK = c * (dS @ K), c * (np.swapaxes(dS, -1, -2) @ Q)
-    Xf = X.reshape(-1, d_model)
-    grads = {"W_Q": Xf.T @ dQ.reshape(-1, d_k), "W_K": Xf.T @ dK.reshape(-1, d_k), "W_V": Xf.T @ dV.reshape(-1, d_v),
-             "W_out": O.reshape(-1, d_v).T @ dlogits.reshape(-1, dlogits.shape[-1])}
-    dX = (dQ @ p["W_Q"].T + dK @ p["W_K"].T + dV @ p["W_V"].T).reshape(-1, d_model)
-    grads["E_name"], grads["E_attr"] = np.zeros_like(p["E_name"]), np.zeros_like(p["E_attr"])
-    np.add.at(grads["E_name"], names.reshape(-1), dX)
-    np.add.at(grads["E_attr"], attrs.reshape(-1), dX)
-    return float(loss), grads
-''',
-        "mean_over_all_positions": '''
-def model_backward(params, batch, causal=True, scale=True, weighting="softmax"):
-    p = {k: np.asarray(params[k], dtype=float) for k in ("E_name", "E_attr", "W_Q", "W_K", "W_V", "W_out")}
-    names, attrs, targets = np.asarray(batch["names"]), np.asarray(batch["attrs"]), np.asarray(batch["targets"])
-    X = p["E_name"][names] + p["E_attr"][attrs]
-    Q, K, V = X @ p["W_Q"], X @ p["W_K"], X @ p["W_V"]
-    T, d_model, d_k, d_v = X.shape[-2], X.shape[-1], K.shape[-1], V.shape[-1]
-    c = 1 / np.sqrt(d_k) if scale else 1.0
-    S = c * (Q @ np.swapaxes(K, -1, -2))
-    visible = np.tril(np.ones((T, T), dtype=bool)) if causal else np.ones((T, T), dtype=bool)
-    if weighting == "softmax":
-        A = softmax(np.where(visible, S, -np.inf), axis=-1)
-    elif weighting == "raw":
-        A = np.where(visible, S, 0.0)
-    else:
-        A = (np.arange(T) == np.argmax(np.where(visible, S, -np.inf), axis=-1)[..., None]).astype(float)
-    O = A @ V
-    logits = O @ p["W_out"]
-    graded = targets >= 0
-    n = targets.size                                    # every position counted, with a target or not
-    z = logits - logits.max(axis=-1, keepdims=True)
-    log_probs = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
-    safe = np.where(graded, targets, 0)
-    loss = -np.take_along_axis(log_probs, safe[..., None], axis=-1)[..., 0][graded].sum() / n
-    dlogits = (np.exp(log_probs) - (np.arange(logits.shape[-1]) == safe[..., None])) * graded[..., None] / n
-    dO = dlogits @ p["W_out"].T
-    dA, dV = dO @ np.swapaxes(V, -1, -2), np.swapaxes(A, -1, -2) @ dO
-    if weighting == "softmax":
-        dS = A * (dA - np.sum(A * dA, axis=-1, keepdims=True))
-    elif weighting == "raw":
-        dS = np.where(visible, dA, 0.0)
-    else:
-        dS = np.zeros_like(dA)
-    dQ, dK = c * (dS @ K), c * (np.swapaxes(dS, -1, -2) @ Q)
-    Xf = X.reshape(-1, d_model)
-    grads = {"W_Q": Xf.T @ dQ.reshape(-1, d_k), "W_K": Xf.T @ dK.reshape(-1, d_k), "W_V": Xf.T @ dV.reshape(-1, d_v),
-             "W_out": O.reshape(-1, d_v).T @ dlogits.reshape(-1, dlogits.shape[-1])}
-    dX = (dQ @ p["W_Q"].T + dK @ p["W_K"].T + dV @ p["W_V"].T).reshape(-1, d_model)
-    grads["E_name"], grads["E_attr"] = np.zeros_like(p["E_name"]), np.zeros_like(p["E_attr"])
-    np.add.at(grads["E_name"], names.reshape(-1), dX)
-    np.add.at(grads["E_attr"], attrs.reshape(-1), dX)
-    return float(loss), grads
-''',
     },
     "adam_step": {
         "gradient_ascent": '''
@@ -695,3 +609,13 @@ def adam_step(p, g, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
 ''',
     },
 }
+
+
+# Two answers that compute another model consistently: their loss and gradients agree, so a
+# gradient check of their own loss passes. Both start from the same complete model_backward.
+_BY_HAND = CORRECT["model_backward"]["einsum_and_explicit_softmax_jacobian"]
+WRONG["model_backward"]["consistent_without_scale"] = _BY_HAND.replace(
+    "c = K.shape[-1] ** -0.5 if scale else 1.0",
+    "c = 1.0                                        # the 1/√d_k left out, in the loss and the gradients alike")
+WRONG["model_backward"]["mean_over_all_positions"] = _BY_HAND.replace(
+    "n = np.count_nonzero(graded)", "n = y.size                                     # every position, target or not")

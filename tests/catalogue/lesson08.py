@@ -294,27 +294,6 @@ def tiled_attention(Q, K, V, block_size=64, causal=False):
         O[..., q0:q1, :] = acc / l
     return O
 ''',
-        "rescale_exponent_flipped": '''
-def tiled_attention(Q, K, V, block_size=64, causal=False):
-    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
-    T_q, T_k = Q.shape[-2], K.shape[-2]
-    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-    m = np.full(batch + (T_q, 1), -np.inf)
-    l = np.zeros(batch + (T_q, 1))
-    acc = np.zeros(batch + (T_q, V.shape[-1]))
-    for k0 in range(0, T_k, block_size):
-        k1 = min(k0 + block_size, T_k)
-        s = Q @ np.swapaxes(K[..., k0:k1, :], -1, -2) / np.sqrt(K.shape[-1])
-        if causal:
-            s = np.where(np.arange(k0, k1)[None, :] <= np.arange(T_q)[:, None], s, -np.inf)
-        m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
-        c = np.exp(m_new - m)                            # the correction upside down: exp(+inf) at the first block
-        p = np.exp(s - m_new)
-        l = c * l + p.sum(axis=-1, keepdims=True)
-        acc = c * acc + p @ V[..., k0:k1, :]
-        m = m_new
-    return acc / l
-''',
     },
 }
 
@@ -441,3 +420,8 @@ def tiled_attention(Q, K, V, block_size=64, causal=False):
 ''',
     },
 }
+
+
+# The correction upside down, exp(m_new − m_old): inf at the first block, and NaN from there on.
+WRONG["tiled_attention"]["rescale_exponent_flipped"] = CORRECT["tiled_attention"]["key_blocks_only"].replace(
+    "shrink = np.exp(running_max - new_max)", "shrink = np.exp(new_max - running_max)")
