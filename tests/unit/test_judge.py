@@ -124,3 +124,25 @@ def test_measurements_are_judged_with_the_calls_that_made_them(cases):
     assert not verdict.passed and verdict.message == "too slow"
     assert seen["calls"] == calls and seen["results"] == [{"value": None}]
     assert judge.judge(spec, Reference, cases, ok, None, calls).passed      # not measured: not judged
+
+
+def test_a_mistake_is_named_only_when_the_evidence_singles_it_out(cases):
+    """Two catalogued mistakes that give the learner's output on the failing case are told apart
+    by the other cases the learner answered; when nothing tells them apart, neither is named."""
+    def first_row_tripled(R, x):                   # triples a matrix's first row, a vector whole
+        x = np.array(x, dtype=float) * 2
+        if x.ndim == 1:
+            return 1.5 * x
+        x[0] *= 1.5
+        return x
+
+    spec = Spec(name="double", cases=double_cases, outputs=("twice",), bugs=(
+        Bug("it triples instead of doubling", lambda R, x: 3.0 * np.asarray(x, float)),
+        Bug("it triples the first row only", first_row_tripled)))
+    one_row = results_of(lambda x: first_row_tripled(None, x), cases)
+    # On the vector both bugs give the learner's output; the matrix (answered too) singles one out.
+    verdict = judge.judge(spec, Reference, cases[::-1], one_row[::-1])
+    assert verdict.case == "a vector of 5" and verdict.diagnosis == "it triples the first row only"
+    # Judged on the vector alone, either could be the cause: neither is named.
+    alone = judge.judge(spec, Reference, cases[1:], one_row[1:])
+    assert not alone.passed and alone.diagnosis is None and "This is exactly" not in alone.message

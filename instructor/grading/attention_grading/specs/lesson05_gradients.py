@@ -233,10 +233,11 @@ def _gradient_check_cases(g):
     transposed = g.normal(size=(3, 5)).T                               # a (5, 3) view, not C-ordered
     return [
         Case("f(y) = Σ c·sin(y) + Σ b·y² at x of shape (3, 4)", (SineLoss(g, (3, 4)), g.normal(size=(3, 4)))),
-        Case("the quadratic f(y) = Σ (c·y² + b·y) at x of shape (2, 5) with h = 0.5, where central "
-             "differences are exact", (QuadraticLoss(g, (2, 5)), g.normal(size=(2, 5))), {"h": 0.5}),
-        Case("the cubic f(y) = Σ c·y³ at x of shape (4,) with h = 0.01",
-             (CubicLoss(g, (4,)), g.normal(size=4)), {"h": 0.01}),
+        Case("the quadratic f(y) = Σ (c·y² + b·y) at x of shape (2, 5) with a large step h given, where "
+             "central differences are exact", (QuadraticLoss(g, (2, 5)), g.normal(size=(2, 5))),
+             {"h": float(g.uniform(0.2, 0.8))}),
+        Case("the cubic f(y) = Σ c·y³ at x of shape (4,) with a step h of about 0.01 given",
+             (CubicLoss(g, (4,)), g.normal(size=4)), {"h": float(g.uniform(0.005, 0.02))}),
         Case("the attention loss f(Q) = Σ G ⊙ attention(Q, K, V, causal mask) at Q of shape (2, 3, 6)",
              (AttentionLoss(g, (2,), 3, 3, 6, 2, causal=True), g.normal(size=(2, 3, 6)))),
         Case("the softmax loss f(S) = Σ G ⊙ softmax(S) at a transposed (not C-ordered) S of shape (5, 3)",

@@ -271,21 +271,30 @@ def adam_cases(g):
     m, v = 0.1 * g.normal(size=shape), 0.01 * g.random(shape)
     sparse = g.normal(size=(2, 5))
     sparse[g.random((2, 5)) < 0.4] = 0.0
+
+    def step(low, high):
+        return int(g.integers(low, high))
+
+    custom = {"lr": float(g.uniform(0.05, 0.2)), "beta1": float(g.uniform(0.7, 0.85)),
+              "beta2": float(g.uniform(0.95, 0.995)), "eps": float(10 ** g.uniform(-7, -5))}
     return [
         Case("the first step (t=1) from m = v = 0, shape (3, 4)", (p, grad, np.zeros(shape), np.zeros(shape), 1)),
-        Case("step t=2 with m and v from earlier steps", (p, grad, m, v, 2)),
-        Case("step t=1000 (bias corrections near 1)", (p, grad, m, v, 1000)),
-        Case("lr=0.1, beta1=0.8, beta2=0.99, eps=1e-6 as keywords, t=3", (p, grad, m, v, 3),
-             {"lr": 0.1, "beta1": 0.8, "beta2": 0.99, "eps": 1e-6}),
+        Case("an early step with m and v from earlier steps", (p, grad, m, v, step(2, 6))),
+        Case("a late step (bias corrections near 1)", (p, grad, m, v, step(500, 5000))),
+        Case("another lr, beta1, beta2 and eps, given as keywords, at an early step", (p, grad, m, v, step(2, 6)),
+             custom),
         Case("gradients of size 1e-10 (eps is not negligible there), t=1",
              (g.normal(size=5), 1e-10 * g.normal(size=5), np.zeros(5), np.zeros(5), 1)),
-        Case("a gradient with exact zeros, t=4", (g.normal(size=(2, 5)), sparse, 0.1 * g.normal(size=(2, 5)),
-                                                  0.01 * g.random((2, 5)), 4)),
-        Case("integer p and g (promote them to float64), t=2",
-             (g.integers(-3, 4, size=(2, 3)), g.integers(-2, 3, size=(2, 3)), np.zeros((2, 3)), np.zeros((2, 3)), 2)),
-        Case("a 3-D parameter (2, 3, 4), t=5, lr=0.003", (g.normal(size=(2, 3, 4)), g.normal(size=(2, 3, 4)),
-                                                          0.1 * g.normal(size=(2, 3, 4)), 0.01 * g.random((2, 3, 4)), 5),
-             {"lr": 0.003}),
+        Case("a gradient with exact zeros, at an early step", (g.normal(size=(2, 5)), sparse,
+                                                              0.1 * g.normal(size=(2, 5)), 0.01 * g.random((2, 5)),
+                                                              step(2, 8))),
+        Case("integer p and g (promote them to float64), at an early step",
+             (g.integers(-3, 4, size=(2, 3)), g.integers(-2, 3, size=(2, 3)), np.zeros((2, 3)), np.zeros((2, 3)),
+              step(2, 5))),
+        Case("a 3-D parameter (2, 3, 4) with another lr", (g.normal(size=(2, 3, 4)), g.normal(size=(2, 3, 4)),
+                                                           0.1 * g.normal(size=(2, 3, 4)),
+                                                           0.01 * g.random((2, 3, 4)), step(2, 10)),
+             {"lr": float(g.uniform(0.001, 0.01))}),
     ]
 
 
