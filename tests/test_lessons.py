@@ -225,7 +225,8 @@ def test_hostile_submissions_get_their_defined_outcome(lesson, graded):
 @pytest.mark.nbgrader
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_feedback_shows_verdicts_but_no_hidden_test(lesson, graded):
-    """generate_feedback: each check's docstring and diagnosis, never hidden code, reference code or paths."""
+    """generate_feedback: each check's docstring and diagnosis, never hidden code, reference code or
+    paths, and no "✓ ... passes its visible checks" above a verdict."""
     feedback = graded[lesson]["feedback"]
     assert "solution" in feedback and any(s.startswith("wrong--") for s in feedback), sorted(feedback)
     for student, html in feedback.items():
@@ -233,3 +234,5 @@ def test_feedback_shows_verdicts_but_no_hidden_test(lesson, graded):
         assert "hidden tests run here" in html
     wrong = next(html for student, html in feedback.items() if student.startswith("wrong--"))
     assert "On " in wrong and ("HiddenTestFailure" in wrong or "CheckFailed" in wrong)
+    # Under grading the graded cell's visible line prints nothing: no tick above a failed verdict.
+    assert "passes its visible checks" not in wrong and "is written" not in wrong
