@@ -125,7 +125,7 @@ class Conversation:
         op = message.get("op") if isinstance(message, dict) else None
         if op == "ready" and not self.started:
             self.started = True
-            return {"substitutes": list(self.spec.substitutes),
+            return {"substitutes": [*self.spec.substitutes, *self.spec.lent],
                     "globals_of": list(self.spec.learner_functions), **self._next()}
         if op == "results" and self.started and self.next_batch > len(self.results):
             results = message.get("results")
@@ -150,9 +150,9 @@ class Conversation:
         if self.requests > MAX_REQUESTS:
             return {"error": f"the grader answers at most {MAX_REQUESTS} such calls in one hidden test"}
         if op == "substitute":
-            if key not in self.spec.substitutes:
+            if key not in self.spec.substitutes and key not in self.spec.lent:
                 return {"error": f"{key} is not available here"}
-            if key not in self.completed:
+            if key in self.spec.substitutes and key not in self.completed:
                 return {"error": f"a correct {key} is lent only after the hidden test of {key} itself"}
             function = getattr(self.reference, key)
         else:
@@ -164,16 +164,23 @@ class Conversation:
         problem = _too_big(args + list(kwargs.values()))
         if problem:
             return {"error": f"the grader does not compute {key} on these inputs: {problem}"}
-        before = [a.copy() if isinstance(a, np.ndarray) else None for a in args]
+        before = [a.copy() if isinstance(a, np.ndarray) else
+                  kernel_probe.generator_state(a) if isinstance(a, np.random.Generator) else None for a in args]
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
                 value = function(*args, **kwargs)
         except Exception as exc:
             return {"error": f"{key} raised {type(exc).__name__}: {exc}"[:300]}
-        after = [kernel_probe.encode(a) if b is not None and not np.array_equal(a, b, equal_nan=True) else None
-                 for a, b in zip(args, before)]
+        after = [kernel_probe.encode(a) if b is not None and _changed(a, b) else None for a, b in zip(args, before)]
         return {"value": kernel_probe.encode(value), "after": after}
+
+
+def _changed(value, before):
+    """Did a call change this argument (an array's values, a Generator's state)?"""
+    if isinstance(value, np.random.Generator):
+        return kernel_probe.generator_state(value) != before
+    return not np.array_equal(value, before, equal_nan=True)
 
 
 # ------------------------------------------------------------------ transports

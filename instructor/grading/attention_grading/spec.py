@@ -95,6 +95,10 @@ class Spec:
     # namespace are stand-ins the grader answers with the reference, so a mistake there costs
     # points only there.
     substitutes: tuple = ()
+    # Functions of earlier lessons this one may call: the learner brings them into this notebook,
+    # where no test grades them, so their stand-ins (the reference's, like a substitute's) are
+    # lent from the first call, within the same limits on calls and inputs.
+    lent: tuple = ()
     # The learner's functions whose namespaces the substitution must reach besides the notebook's.
     learner_functions: tuple = ()
     # Each case may take this many times the grader's time for one call (a training run, say).
