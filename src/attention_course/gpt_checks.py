@@ -75,6 +75,7 @@ def layer_norm_mistakes(x, gamma, beta, eps=1e-5):
         ("the variance is mean(x²) − mean(x)², which cancels catastrophically when the entries share a "
          "large offset: subtract the mean first, then square", _layer_norm(x, gamma, beta, eps, naive=True)),
         ("gamma and beta are swapped: gamma multiplies, beta is added", _layer_norm(x, gamma, beta, eps, swap=True)),
+        ("the eps passed in is not used (1e-5 every time): take the eps argument", _layer_norm(x, gamma, beta, 1e-5)),
     ]
 
 
@@ -133,6 +134,46 @@ def confirm_numerical_gradient(numerical_gradient, where):
         raise CheckFailed("This check uses your numerical_gradient, and it does not give central differences "
                           f"on a known example (f(y) = Σ c·y³). Fix numerical_gradient first ({where}).")
     print("✓ your numerical_gradient gives central differences on a known example; now it checks your backward")
+
+
+def confirm(name, fn, args, expected, where, atol=1e-9):
+    """Before a check relies on your earlier function ``name``, confirm it on a known answer; if it
+    is wrong, say so and where its own check is, rather than blaming the function checked now."""
+    try:
+        got = _quietly(fn, *args)
+    except NotImplementedError:
+        raise CheckFailed(f"This check uses your {name}, which is not written yet ({where}).") from None
+    except Exception as exc:
+        raise CheckFailed(f"This check uses your {name}, and it raised {type(exc).__name__}: {exc}. "
+                          f"Fix {name} first ({where}).") from None
+    pairs = list(zip(got, expected)) if isinstance(expected, tuple) else [(got, expected)]
+    if isinstance(expected, tuple) and not (isinstance(got, tuple) and len(got) == len(expected)):
+        pairs = [(None, None)]
+    for ours, right in pairs:
+        ours = np.asarray(ours) if ours is not None else None
+        if ours is None or ours.shape != np.shape(right) or ours.dtype.kind not in "biuf" or \
+                not np.allclose(ours, right, rtol=0, atol=atol):
+            raise CheckFailed(f"This check uses your {name}, and it is wrong on a known example. Fix {name} "
+                              f"first ({where}); then run this cell again.")
+    print(f"✓ your {name}, which this check uses, gives the known answer on an example")
+
+
+def mha_loop(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+    """Multi-head attention of one sequence, one head at a time (lesson 06's loop), ``(O, A)``."""
+    X = np.asarray(X, dtype=float)
+    d_h = np.shape(W_Q)[1] // n_heads
+    outs, maps = [], []
+    for i in range(n_heads):
+        cols = slice(i * d_h, (i + 1) * d_h)
+        Q, K, V = (X @ np.asarray(W, dtype=float)[:, cols] for W in (W_Q, W_K, W_V))
+        s = Q @ K.T / np.sqrt(d_h)
+        if mask is not None:
+            s = np.where(mask, s, -np.inf)
+        w = np.exp(s - s.max(axis=-1, keepdims=True))
+        w = w / w.sum(axis=-1, keepdims=True)
+        outs.append(w @ V)
+        maps.append(w)
+    return np.concatenate(outs, axis=-1) @ np.asarray(W_O, dtype=float), np.stack(maps)
 
 
 # ---------------------------------------------------------------- the block
@@ -206,7 +247,9 @@ def sampling_probabilities(logits, temperature, top_k, *, after_softmax=False, t
     if top_k is not None and top_k < V and not ignore_top_k:
         keep = np.zeros(V, dtype=bool)
         if exact_k or keep_k_plus_1:
-            keep[np.argsort(z, kind="stable")[-(top_k + (1 if keep_k_plus_1 else 0)):]] = True
+            # the k (or k + 1) largest, ties broken toward the later index, or (exact_k="first") the earlier one
+            order = np.lexsort((np.arange(V) * (-1 if exact_k == "first" else 1), z))
+            keep[order[-(top_k + (1 if keep_k_plus_1 else 0)):]] = True
         else:
             keep = z >= np.sort(z)[-top_k]
         z = np.where(keep, z, -np.inf)
@@ -225,6 +268,8 @@ SAMPLING_MISTAKES = (
     ("the temperature is not used", dict(ignore_temperature=True)),
     ("top-k keeps exactly k tokens (argsort), dropping one that ties with the k-th largest logit: keep "
      "every token whose logit is at least the k-th largest", dict(exact_k=True)),
+    ("top-k keeps exactly k tokens (argsort), dropping one that ties with the k-th largest logit: keep "
+     "every token whose logit is at least the k-th largest", dict(exact_k="first")),
     ("top-k keeps k + 1 tokens (an off-by-one in the cut)", dict(keep_k_plus_1=True)),
     ("top_k is not used", dict(ignore_top_k=True)),
 )
@@ -298,9 +343,10 @@ def full_pass(params, tokens, transformer_block, layer_norm, positional_encoding
 
 
 def check_generation(generate, params, prompt, n_new, transformer_block, layer_norm, positional_encoding,
-                     **kwargs):
-    """Generate, then compare each step's logits with a full causal pass over the tokens before it."""
-    tokens, logits = call(generate, params, prompt, n_new, **kwargs)
+                     sample_next, temperature=1.0, top_k=None, seed=0):
+    """Generate, then compare each step's logits with a full causal pass over the tokens before it, and
+    the tokens with what ``sample_next`` draws from those logits with the same seed."""
+    tokens, logits = call(generate, params, prompt, n_new, temperature, top_k, np.random.default_rng(seed))
     P, V = len(prompt), np.shape(params["wte"])[0]
     if not isinstance(tokens, np.ndarray) or tokens.shape != (P + n_new,) or tokens.dtype.kind not in "iu":
         raise CheckFailed(f"tokens should be an integer array of shape ({P + n_new},) (the prompt, then the new "
@@ -332,6 +378,13 @@ def check_generation(generate, params, prompt, n_new, transformer_block, layer_n
             atol=1e-9, hint="Each step must give exactly what running the whole sequence through the model gives: "
             "the new token at its own position, reading every cached key and value and its own.")
     print(f"✓ the logits of all {n_new} new tokens equal a full causal pass over the tokens before each")
+    replay = np.random.default_rng(seed)
+    drawn = [_quietly(sample_next, logits[i], temperature, top_k, replay) for i in range(n_new)]
+    if not np.array_equal(tokens[P:], drawn):
+        raise CheckFailed(f"the new tokens are not those sample_next draws from these logits with temperature "
+                          f"{temperature} and top_k = {top_k}: draw each one with one call of sample_next(logits, "
+                          "temperature, top_k, rng), passing on the temperature, top_k and rng you were given.")
+    print(f"✓ the new tokens are those sample_next draws (temperature {temperature}, top_k = {top_k})")
     return tokens, logits
 
 

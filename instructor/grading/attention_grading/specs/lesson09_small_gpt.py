@@ -349,7 +349,8 @@ def sample_next_cases(g):
         Case(f"{V} logits whose 3rd and 4th largest tie, top_k = 3 (every token tied with the 3rd is kept)",
              (sampler, tied, 1.0, 3, seed(), DRAWS)),
         Case(f"top_k = {V + 3}, more than the {V} tokens (nothing is cut)", (sampler, logits(V), 1.0, V + 3, seed(), DRAWS)),
-        Case(f"{V} logits of size ±1e4, temperature 400", (sampler, huge, 400.0, None, seed(), DRAWS)),
+        Case(f"{V} logits of size ±1e4, temperature 1.5 (exp of them overflows unless the max is subtracted)",
+             (sampler, huge, 1.5, None, seed(), DRAWS)),
     ]
 
 
@@ -363,10 +364,11 @@ def _probabilities(R, logits, temperature, top_k, *, after_softmax=False, exact_
         z = z / temperature
     if top_k is not None and top_k < V and not ignore_top_k:
         keep = np.zeros(V, dtype=bool)
+        order = np.lexsort((np.arange(V) * (-1 if exact_k == "first" else 1), z))   # ties: later (or earlier) index wins
         if exact_k:
-            keep[np.argsort(z, kind="stable")[-top_k:]] = True
+            keep[order[-top_k:]] = True
         elif keep_k_plus_1:
-            keep[np.argsort(z, kind="stable")[-(top_k + 1):]] = True
+            keep[order[-(top_k + 1):]] = True
         else:
             keep = z >= np.sort(z)[-top_k]
         z = np.where(keep, z, -np.inf)
@@ -385,6 +387,8 @@ SAMPLING_MISTAKES = (
     ("the temperature is ignored", dict(ignore_temperature=True)),
     ("top-k keeps exactly k tokens (np.argsort), dropping tokens tied with the k-th largest logit: "
      "every token whose logit is at least the k-th largest must stay", dict(exact_k=True)),
+    ("top-k keeps exactly k tokens (np.argsort), dropping tokens tied with the k-th largest logit: "
+     "every token whose logit is at least the k-th largest must stay", dict(exact_k="first")),
     ("top-k keeps k + 1 tokens", dict(keep_k_plus_1=True)),
     ("top_k is ignored", dict(ignore_top_k=True)),
 )
