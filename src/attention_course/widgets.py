@@ -286,10 +286,10 @@ def describe_sampling(state, shown=8):
 
 
 def sampling_explorer(sample_next_fn, generate_fn, params, vocab, prompt="Thou art a", temperature=1.0, top_k=0,
-                      seed=0):
+                      seed=0, n_draws=2000):
     """A prompt box, a temperature slider and a top-k slider (0: no cut) for a trained model.
 
-    Shows the next character's distribution as bars (your sampler's shares of 2,000 draws beside the
+    Shows the next character's distribution as bars (your sampler's shares of ``n_draws`` draws beside the
     exact probabilities), the same numbers as a line of text, and a continuation of the prompt
     written by your ``generate`` with these settings. Returns the widget box.
     """
@@ -310,7 +310,8 @@ def sampling_explorer(sample_next_fn, generate_fn, params, vocab, prompt="Thou a
             line.value = f"<i>The prompt holds a character the model has never seen: {html.escape(str(exc))}.</i>"
             return
         try:
-            state = sampling_state(sample_next_fn, generate_fn, params, vocab, prompt or " ", temperature, top_k, seed)
+            state = sampling_state(sample_next_fn, generate_fn, params, vocab, prompt or " ", temperature, top_k, seed,
+                                   n_draws)
         except Exception as exc:  # the learner's functions: explain instead of a traceback
             plt.close("all")
             line.value = _trouble(exc, [getattr(f, "__name__", "function") for f in (sample_next_fn, generate_fn)])

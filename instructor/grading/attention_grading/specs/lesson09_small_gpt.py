@@ -518,15 +518,15 @@ def _generate_variant(R, params, prompt, n_new, temperature=1.0, top_k=None, rng
     def final(x):
         return G.layer_norm(x, params["ln_f_gamma"], params["ln_f_beta"]) @ np.asarray(params["W_out"], float)
 
-    def embed(ids, first):
-        positions = np.arange(first, first + len(ids)) + pe_shift
+    def embed(ids, first, shift):
+        positions = np.arange(first, first + len(ids)) + shift
         pe = G.positional_encoding(positions.max() + 1, d)[np.maximum(positions, 0)]
         return wte[ids] + (0.0 if (no_pe or pe_after) else pe), pe
 
     caches = [{"K": None, "V": None} for _ in blocks]
 
-    def run(ids, first, causal):
-        x, pe = embed(np.array(ids), first)
+    def run(ids, first, causal, shift=0):
+        x, pe = embed(np.array(ids), first, shift)
         T = len(ids)
         mask = np.tril(np.ones((T, T), dtype=bool)) if causal else None
         for block, cache in zip(blocks, caches):
@@ -556,7 +556,7 @@ def _generate_variant(R, params, prompt, n_new, temperature=1.0, top_k=None, rng
         logits.append(last)
         tokens.append(G.sample_next(last, temperature, top_k, rng))
         if i + 1 < n_new:
-            last = run([tokens[-1]], len(tokens) - 1, causal=True)
+            last = run([tokens[-1]], len(tokens) - 1, causal=True, shift=pe_shift)   # only new tokens are shifted
     return np.array(tokens), np.array(logits)
 
 
