@@ -268,7 +268,7 @@ def sampling_state(sample_next_fn, generate_fn, params, vocab, prompt, temperatu
     tokens, _ = generate_fn(params, ids, n_chars, temperature, k, np.random.default_rng(seed))
     safe = np.where(probabilities > 0, probabilities, 1.0)
     return {"prompt": prompt, "temperature": float(temperature), "top_k": k, "logits": logits, "shares": shares,
-            "probabilities": probabilities, "entropy": float(-np.sum(probabilities * np.log2(safe))),
+            "probabilities": probabilities, "entropy": max(0.0, float(-np.sum(probabilities * np.log2(safe)))),
             "kept": int((probabilities > 0).sum()), "n_draws": n_draws, "chars": vocab.chars,
             "text": vocab.decode(np.asarray(tokens)[len(ids):])}
 
@@ -277,8 +277,8 @@ def describe_sampling(state, shown=8):
     """One line: the likeliest next characters with their probability and their share of the draws."""
     order = np.argsort(state["probabilities"], kind="stable")[::-1][:shown]
     label = {"\n": "↵", " ": "␣"}
-    parts = " · ".join(f"{label.get(state['chars'][i], state['chars'][i])} {state['probabilities'][i]:.3f}"
-                       f" ({state['shares'][i]:.3f})" for i in order)
+    parts = " · ".join(f"{label.get(state['chars'][i], state['chars'][i])} {state['probabilities'][i]:.4f}"
+                       f" ({state['shares'][i]:.4f})" for i in order)
     cut = "no top-k" if state["top_k"] is None else f"top_k = {state['top_k']}"
     return (f"temperature {state['temperature']:.2f}, {cut}: {state['kept']} characters can be drawn, "
             f"entropy {state['entropy']:.3f} bits. Next character, probability (share of your "
