@@ -120,3 +120,24 @@ def test_a_lent_sampler_moves_the_callers_generator_on():
     result = verdict("generate", space)
     assert result.passed, result.message
     assert moved and all(moved), moved
+
+
+def test_a_test_that_may_not_call_a_lent_function_gets_no_stand_in():
+    """positional_encoding's test lends nothing: a submission asking for multi_head_attention there,
+    or sending the grader a forged generator, is refused with a reason and gains nothing."""
+    from attention_grading.hidden_tests import Conversation, plan_calls
+
+    spec = get("positional_encoding")
+    cases = spec.cases(np.random.default_rng(0))
+    batches, callbacks, extra = plan_calls(spec, cases, np.random.default_rng(0))
+    talk = Conversation(spec, reference(), batches, callbacks, completed=set(), cases_batches=len(cases))
+    talk.reply({"op": "ready"})
+    refused = talk.reply({"op": "substitute", "key": "multi_head_attention", "args": [], "kwargs": {}})
+    assert refused == {"error": "multi_head_attention is not available here"}
+    transformer = get("transformer_block")
+    lent = Conversation(transformer, reference(), *plan_calls(transformer, [], np.random.default_rng(0))[:2],
+                        completed=set(), cases_batches=0)
+    lent.reply({"op": "ready"})
+    forged = lent.reply({"op": "substitute", "key": "multi_head_attention",
+                         "args": [{"generator": {"state": "not a number"}}], "kwargs": {}})
+    assert "cannot receive" in forged["error"], forged

@@ -388,9 +388,10 @@ def check_generation(generate, params, prompt, n_new, transformer_block, layer_n
     return tokens, logits
 
 
-def check_cache_memory(generate, params, prompt, steps=(48, 96, 192)):
-    """Peak memory of ``generate`` at three lengths T, 2T, 4T: a cache grows like T, rerunning the whole
-    sequence builds (T, T) weights at every step (bytes per pair of tokens = the T² coefficient)."""
+def check_cache_memory(generate, params, prompt, steps=(12, 24, 48)):
+    """Peak memory of ``generate`` at three lengths: a cache grows like T, rerunning the whole sequence
+    builds (heads, T, T) weights at every step (bytes per pair of tokens = the T² coefficient c of the
+    parabola a + b·T + c·T² through the three measurements)."""
     from .long_context import peak_memory
 
     peaks = []
@@ -400,10 +401,10 @@ def check_cache_memory(generate, params, prompt, steps=(48, 96, 192)):
             _, peak = peak_memory(_quietly, generate, params, prompt, n, 1.0, 1, np.random.default_rng(0))
             best = peak if best is None else min(best, peak)
         peaks.append(best)
-    T = steps[0] + len(prompt)
-    per_pair = (2 * peaks[0] - 3 * peaks[1] + peaks[2]) / (6 * T * T)
+    (x1, x2, x3), (p1, p2, p3) = [n + len(prompt) for n in steps], peaks
+    per_pair = ((p3 - p2) / (x3 - x2) - (p2 - p1) / (x2 - x1)) / (x3 - x1)
     shown = ", ".join(f"{p / 1e3:.0f} kB for {n} new tokens" for p, n in zip(peaks, steps))
-    if per_pair > 4.0:
+    if per_pair > 400.0:       # one float64 (64, T, T) array is 512 bytes a pair of tokens; a cache holds none
         raise CheckFailed(f"generate's peak memory grows like the square of the length ({shown}; about "
                           f"{per_pair:.0f} bytes per pair of tokens): it reruns the whole sequence at every step. "
                           "Keep each layer's keys and values in a cache and push only the new token through.")

@@ -161,13 +161,40 @@ def ask_grader(message):
     return json.loads(input(MAGIC + json.dumps(message)))
 
 
+class _Measure:
+    """The peak memory of the call being measured, without the stand-ins' traffic with the grader
+    (its messages are the grader's doing, not the learner's): the peak is read before each request
+    and reset after its reply, and the largest of those readings is the call's peak."""
+    active = False
+    base = peak = 0
+
+    @classmethod
+    def before_request(cls):
+        if cls.active:
+            import tracemalloc
+
+            if tracemalloc.is_tracing():
+                cls.peak = max(cls.peak, tracemalloc.get_traced_memory()[1] - cls.base)
+
+    @classmethod
+    def after_reply(cls):
+        if cls.active:
+            import tracemalloc
+
+            if tracemalloc.is_tracing():
+                tracemalloc.reset_peak()
+
+
 def _stand_in(kind, key, ask):
     """A function that asks the grader for the result (a substitute, or a function the grader
     passes as an argument, such as a loss for ``numerical_gradient``)."""
 
     def stand_in(*args, **kwargs):
-        reply = ask({"op": kind, "key": key, "args": [encode(a) for a in args],
-                      "kwargs": {k: encode(v) for k, v in kwargs.items()}})
+        message = {"op": kind, "key": key, "args": [encode(a) for a in args],
+                   "kwargs": {k: encode(v) for k, v in kwargs.items()}}
+        _Measure.before_request()
+        reply = ask(message)
+        _Measure.after_reply()
         if "error" in reply:
             raise RuntimeError(reply["error"])
         for arg, after in zip(args, reply.get("after") or []):
@@ -216,6 +243,7 @@ def _call(call, namespace, ask):
             tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
         tracemalloc.reset_peak()
+        _Measure.active, _Measure.base, _Measure.peak = True, base, 0
     saved = sys.stdout, sys.stderr
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught, \
@@ -233,8 +261,9 @@ def _call(call, namespace, ask):
             sys.stdout, sys.stderr = saved
     out["seconds"] = time.perf_counter() - started
     if tracing:          # measured before the output is encoded (that copies it)
+        _Measure.active = False
         if tracemalloc.is_tracing():
-            out["peak"] = int(tracemalloc.get_traced_memory()[1] - base)
+            out["peak"] = int(max(_Measure.peak, tracemalloc.get_traced_memory()[1] - base))
             if not was_tracing:
                 tracemalloc.stop()
         else:
