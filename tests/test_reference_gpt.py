@@ -12,19 +12,11 @@ import pytest
 
 import attention_reference as R
 from attention_course import gpt_checks
+from attention_course.checks import _central_differences as central_differences
 from attention_course import small_gpt as gpt
 from attention_grading.specs import lesson09_small_gpt as spec09
 
 pytestmark = pytest.mark.filterwarnings("error")
-
-
-def central_differences(f, x, h=1e-5):
-    grad = np.zeros_like(x)
-    for i in np.ndindex(*x.shape):
-        step = np.zeros_like(x)
-        step[i] = h
-        grad[i] = (f(x + step) - f(x - step)) / (2 * h)
-    return grad
 
 
 def test_the_text_ships_with_the_package_and_is_split_at_the_end():
@@ -67,9 +59,9 @@ def test_layer_norm_normalises_rows_and_its_backward_matches_central_differences
     np.testing.assert_allclose((plain ** 2).mean(axis=-1), 1, atol=1e-4)     # eps shrinks it a little
     dx, dgamma, dbeta = R.layer_norm_backward(dy, x, gamma)
     loss = lambda **kw: float(np.sum(dy * R.layer_norm(**{"x": x, "gamma": gamma, "beta": beta, **kw})))  # noqa: E731
-    np.testing.assert_allclose(dx, central_differences(lambda v: loss(x=v), x), rtol=1e-6, atol=1e-9)
-    np.testing.assert_allclose(dgamma, central_differences(lambda v: loss(gamma=v), gamma), rtol=1e-6, atol=1e-9)
-    np.testing.assert_allclose(dbeta, central_differences(lambda v: loss(beta=v), beta), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(dx, central_differences(lambda v: loss(x=v), x, 1e-5), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(dgamma, central_differences(lambda v: loss(gamma=v), gamma, 1e-5), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(dbeta, central_differences(lambda v: loss(beta=v), beta, 1e-5), rtol=1e-6, atol=1e-9)
 
 
 def test_transformer_block_is_pre_norm_with_two_residuals():
@@ -147,8 +139,8 @@ def test_each_sampling_and_generation_mistake_differs_from_the_reference():
         assert np.isclose(right.sum(), 1.0)
     # every mistake changes the distribution of at least one case
     cases = get("sample_next").cases(np.random.default_rng(4))
-    for explanation, how in spec09.SAMPLING_MISTAKES:
-        assert any(not np.allclose(spec09._probabilities(R, *c.args[1:4], **how),
+    for explanation, how in gpt_checks.SAMPLING_MISTAKES:
+        assert any(not np.allclose(gpt_checks.sampling_probabilities(*c.args[1:4], **how),
                                    R.next_token_probabilities(*c.args[1:4]), atol=1e-3) for c in cases), explanation
     for explanation, how in spec09.GENERATE_MISTAKES:
         differs = False

@@ -12,7 +12,10 @@ from .checks import CheckFailed, _quietly, call, cmp, cmp_known_mistakes
 
 # ---------------------------------------------------------------- positional encoding
 
-def _sinusoids(T, d, *, swap=False, exponent=None, halves=False, start=0, sign=-1.0):
+def sinusoids(T, d, *, swap=False, exponent=None, halves=False, start=0, sign=-1.0):
+    """The sinusoidal encoding, or (with a flag) a common wrong version of it (the hidden tests name
+    the same mistakes from the same definitions)."""
+    T, d = int(T), int(d)
     t = np.arange(start, start + T, dtype=float)[:, None]
     j = np.arange(d)
     if halves:
@@ -27,27 +30,28 @@ def _sinusoids(T, d, *, swap=False, exponent=None, halves=False, start=0, sign=-
 
 def positional_encoding_expected(T, d):
     """The encoding the lesson defines (for the visible checks)."""
-    return _sinusoids(T, d)
+    return sinusoids(T, d)
 
 
 def positional_encoding_mistakes(T, d):
     return [
         ("sine and cosine are swapped: even columns (0, 2, …) take the sine, odd ones the cosine",
-         _sinusoids(T, d, swap=True)),
+         sinusoids(T, d, swap=True)),
         ("column j's frequency uses j / d instead of 2⌊j/2⌋ / d: a sine and the cosine beside it must "
-         "share one frequency", _sinusoids(T, d, exponent=lambda j, d: j / d)),
+         "share one frequency", sinusoids(T, d, exponent=lambda j, d: j / d)),
         ("the sines fill the first half of the columns and the cosines the second; here they alternate, "
-         "column by column", _sinusoids(T, d, halves=True)),
+         "column by column", sinusoids(T, d, halves=True)),
         ("positions start at 1; the first token is position 0 (its row is sin 0 = 0, cos 0 = 1)",
-         _sinusoids(T, d, start=1)),
+         sinusoids(T, d, start=1)),
         ("the frequencies are 10000^(+2⌊j/2⌋/d): the exponent needs a minus sign, so that later columns "
-         "turn more slowly", _sinusoids(T, d, sign=1.0)),
+         "turn more slowly", sinusoids(T, d, sign=1.0)),
     ]
 
 
 # ---------------------------------------------------------------- layer norm
 
-def _layer_norm(x, gamma, beta, eps, *, axis=-1, ddof=0, eps_place="inside", naive=False, swap=False):
+def layer_norm_variant(x, gamma, beta, eps, *, axis=-1, ddof=0, eps_place="inside", naive=False, swap=False):
+    """Layer norm, or (with a flag) a common wrong version of it."""
     x, gamma, beta = (np.asarray(a, dtype=float) for a in (x, gamma, beta))
     if swap:
         gamma, beta = beta, gamma
@@ -60,27 +64,28 @@ def _layer_norm(x, gamma, beta, eps, *, axis=-1, ddof=0, eps_place="inside", nai
 
 def layer_norm_expected(x, gamma, beta, eps=1e-5):
     """Layer norm as the lesson defines it (for the visible checks)."""
-    return _layer_norm(x, gamma, beta, eps)
+    return layer_norm_variant(x, gamma, beta, eps)
 
 
 def layer_norm_mistakes(x, gamma, beta, eps=1e-5):
     return [
         ("the mean and variance run down the columns (axis=0) instead of along each row (axis=-1)",
-         _layer_norm(x, gamma, beta, eps, axis=0)),
+         layer_norm_variant(x, gamma, beta, eps, axis=0)),
         ("eps is added outside the square root, √σ² + eps; it belongs inside, √(σ² + eps)",
-         _layer_norm(x, gamma, beta, eps, eps_place="outside")),
-        ("eps is left out: a constant row then divides 0 by 0", _layer_norm(x, gamma, beta, eps, eps_place="none")),
+         layer_norm_variant(x, gamma, beta, eps, eps_place="outside")),
+        ("eps is left out: a constant row then divides 0 by 0", layer_norm_variant(x, gamma, beta, eps, eps_place="none")),
         ("the variance divides by d − 1 (np.var(..., ddof=1)); layer norm divides by d",
-         _layer_norm(x, gamma, beta, eps, ddof=1)),
+         layer_norm_variant(x, gamma, beta, eps, ddof=1)),
         ("the variance is mean(x²) − mean(x)², which cancels catastrophically when the entries share a "
-         "large offset: subtract the mean first, then square", _layer_norm(x, gamma, beta, eps, naive=True)),
-        ("gamma and beta are swapped: gamma multiplies, beta is added", _layer_norm(x, gamma, beta, eps, swap=True)),
-        ("the eps passed in is not used (1e-5 every time): take the eps argument", _layer_norm(x, gamma, beta, 1e-5)),
+         "large offset: subtract the mean first, then square", layer_norm_variant(x, gamma, beta, eps, naive=True)),
+        ("gamma and beta are swapped: gamma multiplies, beta is added", layer_norm_variant(x, gamma, beta, eps, swap=True)),
+        ("the eps passed in is not used (1e-5 every time): take the eps argument", layer_norm_variant(x, gamma, beta, 1e-5)),
     ]
 
 
-def _layer_norm_backward(dy, x, gamma, eps, *, centre=True, project=True, use_gamma=True, reduce=True,
-                         gamma_times_x=False):
+def layer_norm_backward_variant(dy, x, gamma, eps, *, centre=True, project=True, use_gamma=True, reduce=True,
+                                gamma_times_x=False):
+    """Layer norm's backward pass ``(dx, dgamma, dbeta)``, or (with a flag) a common wrong version of it."""
     dy, x, gamma = (np.asarray(a, dtype=float) for a in (dy, x, gamma))
     mu = x.mean(axis=-1, keepdims=True)
     rstd = 1.0 / np.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + eps)
@@ -112,7 +117,7 @@ def layer_norm_backward_mistakes(dy, x, gamma, eps=1e-5):
     ]
     out = {"dx": [], "dgamma": [], "dbeta": []}
     for explanation, how in variants:
-        for name, value in zip(out, _layer_norm_backward(dy, x, gamma, eps, **how)):
+        for name, value in zip(out, layer_norm_backward_variant(dy, x, gamma, eps, **how)):
             out[name].append((explanation, value))
     return out
 

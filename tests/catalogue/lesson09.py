@@ -666,7 +666,7 @@ def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
     wte = np.asarray(params["wte"], dtype=float)
     d = wte.shape[1]
     pe = positional_encoding(total, d)
-    K = [np.zeros((b["n_heads"], total, d // b["n_heads"])) for b in params["blocks"]]
+    K = [np.zeros((b["n_heads"], total, np.shape(b["W_K"])[1] // b["n_heads"])) for b in params["blocks"]]
     V = [np.zeros_like(k) for k in K]
     tokens = np.zeros(total, dtype=np.int64)
     tokens[: len(prompt)] = prompt

@@ -1,7 +1,9 @@
 """Hidden tests of lesson 09: ``positional_encoding``, ``layer_norm``, ``layer_norm_backward``,
 ``transformer_block``, ``sample_next`` and ``generate``.
 
-Everything is drawn from the generator each test is given: sizes, widths (odd ones included),
+The catalogued mistakes are computed from the same definitions as the visible checks
+(``attention_course.gpt_checks``), so both name a mistake alike. Everything is drawn from the
+generator each test is given: sizes, widths (odd ones included),
 head counts, models, prompts, seeds. Two tests go beyond comparing one output:
 
 - ``sample_next`` draws at random, so a case asks the learner package's ``draw_samples`` to
@@ -17,6 +19,8 @@ head counts, models, prompts, seeds. Two tests go beyond comparing one output:
 import copy
 
 import numpy as np
+
+from attention_course import gpt_checks as mistake
 
 from ..judge import compare_arrays, describe
 from ..spec import Bug, Call, Case, Learner, Library, Spec, register
@@ -48,21 +52,6 @@ def positional_encoding_cases(g):
     ]
 
 
-def _pe_variant(T, d, *, swap=False, exponent=lambda j, d: 2 * (j // 2) / d, halves=False, start=0,
-                base=10000.0):
-    T, d = int(T), int(d)
-    t = np.arange(start, start + T, dtype=np.float64)[:, None]
-    j = np.arange(d)
-    if halves:                                          # sines in the first half, cosines in the second
-        half = (d + 1) // 2
-        i = np.where(j < half, j, j - half)
-        angles = t * base ** (-2.0 * i / d)
-        return np.where(j < half, np.sin(angles), np.cos(angles))
-    angles = t * base ** (-exponent(j, d))
-    even = (j % 2 == 0) != swap
-    return np.where(even, np.sin(angles), np.cos(angles))
-
-
 register(Spec(
     name="positional_encoding",
     cases=positional_encoding_cases,
@@ -71,14 +60,14 @@ register(Spec(
     atol=1e-12,
     bugs=(
         Bug("sine and cosine are swapped: even columns take the sine, odd columns the cosine",
-            lambda R, T, d: _pe_variant(T, d, swap=True)),
+            lambda R, T, d: mistake.sinusoids(T, d, swap=True)),
         Bug("the frequency of column j uses j / d instead of 2⌊j/2⌋ / d, so a sine and its cosine do "
-            "not share one frequency", lambda R, T, d: _pe_variant(T, d, exponent=lambda j, d: j / d)),
+            "not share one frequency", lambda R, T, d: mistake.sinusoids(T, d, exponent=lambda j, d: j / d)),
         Bug("the sines fill the first half of the columns and the cosines the second, instead of "
-            "alternating column by column", lambda R, T, d: _pe_variant(T, d, halves=True)),
-        Bug("positions start at 1 instead of 0", lambda R, T, d: _pe_variant(T, d, start=1)),
+            "alternating column by column", lambda R, T, d: mistake.sinusoids(T, d, halves=True)),
+        Bug("positions start at 1 instead of 0", lambda R, T, d: mistake.sinusoids(T, d, start=1)),
         Bug("the frequencies are 10000^(+2⌊j/2⌋/d) instead of 10000^(−2⌊j/2⌋/d)",
-            lambda R, T, d: _pe_variant(T, d, exponent=lambda j, d: -2 * (j // 2) / d)),
+            lambda R, T, d: mistake.sinusoids(T, d, sign=1.0)),
     ),
 ))
 
@@ -111,27 +100,8 @@ def layer_norm_cases(g):
     ]
 
 
-def _ln_variant(x, gamma, beta, eps=1e-5, *, axis=-1, ddof=0, eps_place="inside", naive=False,
-                swap=False):
-    x, gamma, beta = (np.asarray(a, dtype=np.float64) for a in (x, gamma, beta))
-    if swap:
-        gamma, beta = beta, gamma
-    mu = x.mean(axis=axis, keepdims=True)
-    if naive:
-        var = (x ** 2).mean(axis=axis, keepdims=True) - mu ** 2
-    else:
-        var = x.var(axis=axis, keepdims=True, ddof=ddof)
-    if eps_place == "inside":
-        scale = np.sqrt(var + eps)
-    elif eps_place == "outside":
-        scale = np.sqrt(var) + eps
-    else:
-        scale = np.sqrt(var)
-    return gamma * (x - mu) / scale + beta
-
-
 def _ln_bug(**how):
-    return lambda R, x, gamma, beta, eps=1e-5: _ln_variant(x, gamma, beta, eps, **how)
+    return lambda R, x, gamma, beta, eps=1e-5: mistake.layer_norm_variant(x, gamma, beta, eps, **how)
 
 
 register(Spec(
@@ -151,6 +121,8 @@ register(Spec(
         Bug("the variance is computed as mean(x²) − mean(x)², which loses every digit when the "
             "entries share a large offset: subtract the mean first", _ln_bug(naive=True)),
         Bug("gamma and beta are swapped (gamma scales, beta shifts)", _ln_bug(swap=True)),
+        Bug("the eps passed in is not used (1e-5 every time)",
+            lambda R, x, gamma, beta, eps=1e-5: mistake.layer_norm_variant(x, gamma, beta, 1e-5)),
     ),
 ))
 
@@ -174,30 +146,8 @@ def layer_norm_backward_cases(g):
     ]
 
 
-def _lnb_variant(R, dy, x, gamma, eps=1e-5, *, centre=True, project=True, use_gamma=True, reduce=True,
-                 no_eps=False, x_hat_for_gamma=True):
-    dy, x, gamma = (np.asarray(a, dtype=np.float64) for a in (dy, x, gamma))
-    mu = x.mean(axis=-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
-    rstd = 1.0 / np.sqrt(var + (0.0 if no_eps else eps))
-    xhat = (x - mu) * rstd
-    dxhat = dy * gamma if use_gamma else dy
-    dx = dxhat
-    if centre:
-        dx = dx - dxhat.mean(axis=-1, keepdims=True)
-    if project:
-        dx = dx - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)
-    dx = rstd * dx
-    lead = tuple(range(dy.ndim - 1))
-    dgamma = dy * (xhat if x_hat_for_gamma else x)
-    dbeta = dy
-    if reduce:
-        dgamma, dbeta = dgamma.sum(axis=lead), dbeta.sum(axis=lead)
-    return dx, dgamma, dbeta
-
-
 def _lnb_bug(**how):
-    return lambda R, *args, **kwargs: _lnb_variant(R, *args, **kwargs, **how)
+    return lambda R, dy, x, gamma, eps=1e-5: mistake.layer_norm_backward_variant(dy, x, gamma, eps, **how)
 
 
 register(Spec(
@@ -214,7 +164,7 @@ register(Spec(
         Bug("dx forgets to multiply dy by gamma first (dx̂ = γ ⊙ dy)", _lnb_bug(use_gamma=False)),
         Bug("dgamma and dbeta are not summed over the leading axes (one per row is returned)",
             _lnb_bug(reduce=False)),
-        Bug("dgamma multiplies dy by x instead of by the normalised x̂", _lnb_bug(x_hat_for_gamma=False)),
+        Bug("dgamma multiplies dy by x instead of by the normalised x̂", _lnb_bug(gamma_times_x=True)),
     ),
 ))
 
@@ -354,46 +304,6 @@ def sample_next_cases(g):
     ]
 
 
-def _probabilities(R, logits, temperature, top_k, *, after_softmax=False, exact_k=False, keep_k_plus_1=False,
-                   ignore_top_k=False, ignore_temperature=False, times=False):
-    z = np.asarray(logits, dtype=np.float64)
-    V = z.shape[-1]
-    if times:
-        z = z * temperature
-    elif not after_softmax and not ignore_temperature:
-        z = z / temperature
-    if top_k is not None and top_k < V and not ignore_top_k:
-        keep = np.zeros(V, dtype=bool)
-        order = np.lexsort((np.arange(V) * (-1 if exact_k == "first" else 1), z))   # ties: later (or earlier) index wins
-        if exact_k:
-            keep[order[-top_k:]] = True
-        elif keep_k_plus_1:
-            keep[order[-(top_k + 1):]] = True
-        else:
-            keep = z >= np.sort(z)[-top_k]
-        z = np.where(keep, z, -np.inf)
-    p = _gpt(R).softmax(z)
-    if after_softmax:
-        p = p / temperature
-        p = p / p.sum()
-    return p
-
-
-#: (what the learner did, how the probabilities then come out)
-SAMPLING_MISTAKES = (
-    ("the temperature divides the probabilities after the softmax (renormalised, that changes nothing) "
-     "instead of the logits before it", dict(after_softmax=True)),
-    ("the temperature multiplies the logits instead of dividing them", dict(times=True)),
-    ("the temperature is ignored", dict(ignore_temperature=True)),
-    ("top-k keeps exactly k tokens (np.argsort), dropping tokens tied with the k-th largest logit: "
-     "every token whose logit is at least the k-th largest must stay", dict(exact_k=True)),
-    ("top-k keeps exactly k tokens (np.argsort), dropping tokens tied with the k-th largest logit: "
-     "every token whose logit is at least the k-th largest must stay", dict(exact_k="first")),
-    ("top-k keeps k + 1 tokens", dict(keep_k_plus_1=True)),
-    ("top_k is ignored", dict(ignore_top_k=True)),
-)
-
-
 def _fits(counts, p, n):
     """Do ``counts`` (per token, over ``n`` draws) fit the distribution ``p``? (None) or why not."""
     impossible = np.flatnonzero((p == 0) & (counts > 0))
@@ -425,8 +335,8 @@ def _judge_samples(R, case, mine):
     why = _fits(counts, R.next_token_probabilities(logits, temperature, top_k), n)
     if why is None:
         return None
-    for explanation, how in SAMPLING_MISTAKES:
-        q = _probabilities(R, logits, temperature, top_k, **how)
+    for explanation, how in mistake.SAMPLING_MISTAKES:
+        q = mistake.sampling_probabilities(logits, temperature, top_k, **how)
         if not np.allclose(q, R.next_token_probabilities(logits, temperature, top_k), atol=1e-3) \
                 and _fits(counts, q, n) is None:
             return f"Your draws do not follow softmax(logits / temperature) over the top-k: {why}.", explanation
