@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from attention_grading import kernel_probe
-from attention_grading.hidden_tests import MAX_AXIS, MAX_REQUESTS, run_locally
+from attention_grading.hidden_tests import ConversationLimits, run_locally
 from attention_grading.reference import reference
 from attention_grading.spec import get
 from conftest import ROOT
@@ -76,6 +76,9 @@ def test_wrong_earlier_exercises_of_this_lesson_cost_nothing_later():
         assert result.passed, (name, result.message)
 
 
+MAX_AXIS, MAX_REQUESTS = ConversationLimits().max_axis, ConversationLimits().max_requests
+
+
 @pytest.mark.parametrize("attack, words", [
     (f"multi_head_attention(np.ones(({MAX_AXIS + 1}, 4)), np.eye(4), np.eye(4), np.eye(4), np.eye(4), 1)",
      f"axis longer than {MAX_AXIS}"),
@@ -92,15 +95,6 @@ def transformer_block(x, params, mask):
 '''
     result = verdict("transformer_block", namespace(transformer_block=block))
     assert not result.passed and words in result.message, result.message
-
-
-def test_generators_cross_the_wire_by_their_state():
-    rng = np.random.default_rng(42)
-    rng.random(3)
-    copy = kernel_probe.decode(kernel_probe.encode(rng))
-    np.testing.assert_array_equal(copy.random(5), rng.random(5))
-    assert isinstance(kernel_probe.decode({"generator": {"state": "x"}}), kernel_probe.Opaque)
-    assert kernel_probe.encode(np.random.Generator(np.random.MT19937(1))) == {"other": "a Generator other than PCG64"}
 
 
 def test_a_lent_sampler_moves_the_callers_generator_on():

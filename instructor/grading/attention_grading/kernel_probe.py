@@ -194,8 +194,9 @@ def _stand_in(kind, key, ask):
                    "kwargs": {k: encode(v) for k, v in kwargs.items()}}
         _Measure.before_request()
         reply = ask(message)
-        _Measure.after_reply()
+        del message
         if "error" in reply:
+            _Measure.after_reply()
             raise RuntimeError(reply["error"])
         for arg, after in zip(args, reply.get("after") or []):
             if after is not None and isinstance(arg, np.ndarray):
@@ -204,7 +205,10 @@ def _stand_in(kind, key, ask):
                 moved = decode(after)             # it drew numbers: the caller's generator moves on
                 if isinstance(moved, np.random.Generator):
                     arg.bit_generator.state = moved.bit_generator.state
-        return decode(reply["value"])
+        value = decode(reply["value"])
+        del reply                                 # the message is gone; what stays is the value
+        _Measure.after_reply()
+        return value
 
     stand_in.__name__ = str(key)
     stand_in.__qualname__ = str(key)
