@@ -189,8 +189,7 @@ def plot_heads(maps, labels, title):
         ax.set_yticks(range(len(shown)), shown, fontsize=7)
         ax.set_title(f"head {i}", fontsize=10)
         ax.set_xlabel("character read (key)", fontsize=8)
-        if i == 0:
-            ax.set_ylabel("character reading (query)", fontsize=8)
+        ax.set_ylabel("character reading (query)", fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
