@@ -498,31 +498,34 @@ def _judge_generate(R, case, mine):
     if not np.array_equal(tokens[:P], prompt):
         return "tokens should start with the prompt, unchanged."
     expected_tokens, expected_logits = R.generate(params, prompt, n_new, rng=copy.deepcopy(rng), **kwargs)
-    problem = compare_arrays("Your `logits`", logits, expected_logits, GENERATE_SPEC)
-    if problem is None and not np.array_equal(tokens, expected_tokens):
-        step = int(np.argmax(tokens != expected_tokens)) - P
-        return (f"Your logits are right, but new token {step} is not the one sample_next(logits, temperature, "
-                "top_k, rng) draws: draw each new token with one call of sample_next, passing the "
-                "temperature, top_k and rng generate was given.")
-    if problem is None:
-        return None
-    # Where it first differs from the full causal pass over the learner's own tokens.
-    first = None
-    if isinstance(logits, np.ndarray) and logits.shape == expected_logits.shape:
-        full = np.array([R.model_logits(params, tokens[:P + i])[-1] for i in range(n_new)])
+    problem = compare_arrays("Your `logits`", logits, expected_logits, GENERATE_SPEC) \
+        if not isinstance(logits, np.ndarray) or logits.shape != expected_logits.shape or \
+        logits.dtype != np.float64 else None
+    if problem:
+        return problem
+    # The logits must be those of the full causal pass over the learner's own tokens, step by step.
+    full = np.array([R.model_logits(params, tokens[:P + i])[-1] for i in range(n_new)]).reshape(n_new, V)
+    problem = compare_arrays("Your `logits`", logits, full, GENERATE_SPEC)
+    if problem:
         wrong = ~np.all(np.isclose(logits, full, rtol=GENERATE_SPEC.rtol, atol=GENERATE_SPEC.atol), axis=-1)
-        if wrong.any():
-            first = int(np.argmax(wrong))
-            problem = (f"Your logits for new token {first} differ from those of the full causal pass over the "
-                       f"tokens before it (the prompt and the tokens drawn so far)" +
-                       (": the prompt's own step is already wrong." if first == 0 else
-                        ", although the earlier ones agree.") + f" {problem}")
-    for explanation, how in GENERATE_MISTAKES:
-        _, bug_logits = _generate_variant(R, params, prompt, n_new, rng=rng, **kwargs, **how)
-        if isinstance(logits, np.ndarray) and logits.shape == bug_logits.shape and \
-                np.allclose(logits, bug_logits, rtol=1e-6, atol=1e-8):
-            return problem, explanation
-    return problem
+        first = int(np.argmax(wrong))
+        problem = (f"Your logits for new token {first} differ from those of the full causal pass over the "
+                   f"tokens before it (the prompt and the tokens drawn so far)" +
+                   (": the prompt's own step is already wrong." if first == 0 else
+                    ", although the earlier ones agree.") + f" {problem}")
+        for explanation, how in GENERATE_MISTAKES:
+            _, bug_logits = _generate_variant(R, params, prompt, n_new, rng=rng, **kwargs, **how)
+            if logits.shape == bug_logits.shape and np.allclose(logits, bug_logits, rtol=1e-6, atol=1e-8):
+                return problem, explanation
+        return problem
+    if not np.array_equal(tokens, expected_tokens):
+        step = int(np.argmax(tokens != expected_tokens)) - P
+        return (f"Your logits are right at every step, but new token {step} is not the one sample_next(logits, "
+                "temperature, top_k, rng) draws from them: draw each new token with one call of sample_next, "
+                "passing on the temperature, top_k and rng generate was given.",
+                "the temperature, top_k or rng given to generate is not passed on to sample_next (or sample_next "
+                "is not called exactly once per new token)")
+    return None
 
 
 #: Peak-memory lengths (new tokens after a 2-token prompt) of the cache check, each measured twice
