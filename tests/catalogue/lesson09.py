@@ -6,6 +6,43 @@ pasted in section 4 (``numerical_gradient``, ``split_heads``, ``merge_heads``,
 ``multi_head_attention``) and this lesson's earlier exercises.
 """
 
+
+def _cached_generate(embed_pe=True, pe_after=False, temperature="temperature", next_position="len(tokens) - 1"):
+    """A generate with a KV cache, one token at a time, with one step done as a learner might."""
+    return f'''
+def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
+    rng = np.random.default_rng() if rng is None else rng
+    wte = params["wte"]
+    d = wte.shape[1]
+    caches = [([], []) for _ in params["blocks"]]
+    def step(token, position):
+        x = wte[token]{" + positional_encoding(position + 1, d)[position]" if embed_pe else ""}
+        for block, (Ks, Vs) in zip(params["blocks"], caches):
+            n = block["n_heads"]
+            h = layer_norm(x, block["ln1_gamma"], block["ln1_beta"])
+            q, k, v = (split_heads((h @ block[w])[None], n) for w in ("W_Q", "W_K", "W_V"))
+            Ks.append(k)
+            Vs.append(v)
+            K, V = np.concatenate(Ks, axis=-2), np.concatenate(Vs, axis=-2)
+            s = q @ np.swapaxes(K, -1, -2) / np.sqrt(q.shape[-1])
+            w = np.exp(s - s.max(axis=-1, keepdims=True))
+            x = x + merge_heads((w / w.sum(axis=-1, keepdims=True)) @ V)[0] @ block["W_O"]
+            h2 = layer_norm(x, block["ln2_gamma"], block["ln2_beta"])
+            x = x + np.maximum(h2 @ block["W_1"] + block["b_1"], 0.0) @ block["W_2"] + block["b_2"]
+        {"x = x + positional_encoding(position + 1, d)[position]" if pe_after else "pass"}
+        return layer_norm(x, params["ln_f_gamma"], params["ln_f_beta"]) @ params["W_out"]
+    tokens = [int(t) for t in prompt]
+    for position, token in enumerate(tokens):
+        last = step(token, position)
+    rows = []
+    for i in range(n_new):
+        rows.append(last)
+        tokens.append(sample_next(last, {temperature}, top_k, rng))
+        last = step(tokens[-1], {next_position})
+    return np.array(tokens), np.array(rows).reshape(n_new, wte.shape[0])
+'''
+
+
 WRONG = {
     "positional_encoding": {
         "sin_cos_swapped": '''
@@ -308,37 +345,7 @@ def sample_next(logits, temperature, top_k, rng):
     },
     "generate": {
         # The new token's position is counted after it was appended: one too far.
-        "position_off_by_one": '''
-def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
-    rng = np.random.default_rng() if rng is None else rng
-    wte = params["wte"]
-    d = wte.shape[1]
-    caches = [([], []) for _ in params["blocks"]]
-    def step(token, position):
-        x = wte[token] + positional_encoding(position + 1, d)[position]
-        for block, (Ks, Vs) in zip(params["blocks"], caches):
-            n = block["n_heads"]
-            h = layer_norm(x, block["ln1_gamma"], block["ln1_beta"])
-            q, k, v = (split_heads((h @ block[w])[None], n) for w in ("W_Q", "W_K", "W_V"))
-            Ks.append(k)
-            Vs.append(v)
-            K, V = np.concatenate(Ks, axis=-2), np.concatenate(Vs, axis=-2)
-            s = q @ np.swapaxes(K, -1, -2) / np.sqrt(q.shape[-1])
-            w = np.exp(s - s.max(axis=-1, keepdims=True))
-            x = x + merge_heads((w / w.sum(axis=-1, keepdims=True)) @ V)[0] @ block["W_O"]
-            h2 = layer_norm(x, block["ln2_gamma"], block["ln2_beta"])
-            x = x + np.maximum(h2 @ block["W_1"] + block["b_1"], 0.0) @ block["W_2"] + block["b_2"]
-        return layer_norm(x, params["ln_f_gamma"], params["ln_f_beta"]) @ params["W_out"]
-    tokens = [int(t) for t in prompt]
-    for position, token in enumerate(tokens):
-        last = step(token, position)
-    rows = []
-    for i in range(n_new):
-        rows.append(last)
-        tokens.append(sample_next(last, temperature, top_k, rng))
-        last = step(tokens[-1], len(tokens))
-    return np.array(tokens), np.array(rows).reshape(n_new, wte.shape[0])
-''',
+        "position_off_by_one": _cached_generate(next_position="len(tokens)"),
         # The prompt goes through the blocks in one pass, but without the causal mask.
         "prompt_without_causal_mask": '''
 def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
@@ -379,38 +386,7 @@ def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
         last = layer_norm(x, params["ln_f_gamma"], params["ln_f_beta"]) @ params["W_out"]
     return np.array(tokens), np.array(rows).reshape(n_new, wte.shape[0])
 ''',
-        "positions_added_after_the_blocks": '''
-def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
-    rng = np.random.default_rng() if rng is None else rng
-    wte = params["wte"]
-    d = wte.shape[1]
-    caches = [([], []) for _ in params["blocks"]]
-    def step(token, position):
-        x = wte[token]
-        for block, (Ks, Vs) in zip(params["blocks"], caches):
-            n = block["n_heads"]
-            h = layer_norm(x, block["ln1_gamma"], block["ln1_beta"])
-            q, k, v = (split_heads((h @ block[w])[None], n) for w in ("W_Q", "W_K", "W_V"))
-            Ks.append(k)
-            Vs.append(v)
-            K, V = np.concatenate(Ks, axis=-2), np.concatenate(Vs, axis=-2)
-            s = q @ np.swapaxes(K, -1, -2) / np.sqrt(q.shape[-1])
-            w = np.exp(s - s.max(axis=-1, keepdims=True))
-            x = x + merge_heads((w / w.sum(axis=-1, keepdims=True)) @ V)[0] @ block["W_O"]
-            h2 = layer_norm(x, block["ln2_gamma"], block["ln2_beta"])
-            x = x + np.maximum(h2 @ block["W_1"] + block["b_1"], 0.0) @ block["W_2"] + block["b_2"]
-        x = x + positional_encoding(position + 1, d)[position]
-        return layer_norm(x, params["ln_f_gamma"], params["ln_f_beta"]) @ params["W_out"]
-    tokens = [int(t) for t in prompt]
-    for position, token in enumerate(tokens):
-        last = step(token, position)
-    rows = []
-    for i in range(n_new):
-        rows.append(last)
-        tokens.append(sample_next(last, temperature, top_k, rng))
-        last = step(tokens[-1], len(tokens) - 1)
-    return np.array(tokens), np.array(rows).reshape(n_new, wte.shape[0])
-''',
+        "positions_added_after_the_blocks": _cached_generate(embed_pe=False, pe_after=True),
         # Right logits, but the whole sequence is rerun at every step: no cache at all.
         "reruns_everything_each_step": '''
 def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
@@ -428,37 +404,7 @@ def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
     return np.array(tokens), np.array(rows).reshape(n_new, wte.shape[0])
 ''',
         # The temperature given is not passed on to sample_next.
-        "temperature_not_passed_on": '''
-def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
-    rng = np.random.default_rng() if rng is None else rng
-    wte = params["wte"]
-    d = wte.shape[1]
-    caches = [([], []) for _ in params["blocks"]]
-    def step(token, position):
-        x = wte[token] + positional_encoding(position + 1, d)[position]
-        for block, (Ks, Vs) in zip(params["blocks"], caches):
-            n = block["n_heads"]
-            h = layer_norm(x, block["ln1_gamma"], block["ln1_beta"])
-            q, k, v = (split_heads((h @ block[w])[None], n) for w in ("W_Q", "W_K", "W_V"))
-            Ks.append(k)
-            Vs.append(v)
-            K, V = np.concatenate(Ks, axis=-2), np.concatenate(Vs, axis=-2)
-            s = q @ np.swapaxes(K, -1, -2) / np.sqrt(q.shape[-1])
-            w = np.exp(s - s.max(axis=-1, keepdims=True))
-            x = x + merge_heads((w / w.sum(axis=-1, keepdims=True)) @ V)[0] @ block["W_O"]
-            h2 = layer_norm(x, block["ln2_gamma"], block["ln2_beta"])
-            x = x + np.maximum(h2 @ block["W_1"] + block["b_1"], 0.0) @ block["W_2"] + block["b_2"]
-        return layer_norm(x, params["ln_f_gamma"], params["ln_f_beta"]) @ params["W_out"]
-    tokens = [int(t) for t in prompt]
-    for position, token in enumerate(tokens):
-        last = step(token, position)
-    rows = []
-    for i in range(n_new):
-        rows.append(last)
-        tokens.append(sample_next(last, 1.0, top_k, rng))
-        last = step(tokens[-1], len(tokens) - 1)
-    return np.array(tokens), np.array(rows).reshape(n_new, wte.shape[0])
-''',
+        "temperature_not_passed_on": _cached_generate(temperature="1.0"),
     },
 }
 
