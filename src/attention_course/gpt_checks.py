@@ -141,6 +141,57 @@ def confirm_numerical_gradient(numerical_gradient, where):
     print("✓ your numerical_gradient gives central differences on a known example; now it checks your backward")
 
 
+def check_returns(fn, value, names, float64=()):
+    """``value`` is the tuple ``names`` that ``fn`` must return (a list would not do: the hidden tests
+    ask for a tuple too), and the outputs named in ``float64`` are float64 arrays."""
+    what = getattr(fn, "__name__", "this function")
+    if not isinstance(value, tuple) or len(value) != len(names):
+        got = (f"a {type(value).__name__} of {len(value)} values" if isinstance(value, (list, tuple))
+               else type(value).__name__)
+        raise CheckFailed(f"{what} should return a tuple ({', '.join(names)}), but it returned {got}: "
+                          f"return {', '.join(names)} (Python makes that a tuple).")
+    for name, item in zip(names, value):
+        if name in float64 and (not isinstance(item, np.ndarray) or item.dtype != np.float64):
+            kind = f"dtype {item.dtype}" if isinstance(item, np.ndarray) else type(item).__name__
+            raise CheckFailed(f"{what}'s {name} should be a float64 array, but it is {kind}: the course works "
+                              "in float64 throughout.")
+    print(f"✓ {what} returns ({', '.join(names)})")
+    return value
+
+
+def check_calls(fn, required, *args, **kwargs):
+    """Call ``fn`` and count its calls of the earlier functions it is asked to build on
+    (``required``: ``{name: at least how many}``), as the hidden tests do."""
+    space = getattr(fn, "__globals__", {})
+    saved = {name: space.get(name) for name in required}
+    counts = dict.fromkeys(required, 0)
+
+    def counting(name, inner):
+        def counted(*a, **k):
+            counts[name] += 1
+            return inner(*a, **k)
+        return counted
+
+    try:
+        for name, inner in saved.items():
+            if inner is not None:
+                space[name] = counting(name, inner)
+        result = call(fn, *args, **kwargs)
+    finally:
+        space.update(saved)
+    times = {0: "not at all", 1: "once", 2: "twice"}
+    missing = [name for name, least in required.items() if counts[name] < least]
+    if missing:
+        wanted = " and ".join(f"{name} ({'at least ' if least > 1 else ''}{times.get(least, f'{least} times')})"
+                              for name, least in required.items())
+        made = ", ".join(f"{name} {times.get(counts[name], f'{counts[name]} times')}" for name in missing)
+        raise CheckFailed(f"{getattr(fn, '__name__', 'this function')} should call your {wanted}; it called "
+                          f"{made}. Build it from them: the hidden tests ask for the same calls.")
+    print(f"✓ {getattr(fn, '__name__', 'this function')} calls your "
+          + " and ".join(f"{name} ({counts[name]}×)" for name in required))
+    return result
+
+
 def confirm(name, fn, args, expected, where, atol=1e-9):
     """Before a check relies on your earlier function ``name``, confirm it on a known answer; if it
     is wrong, say so and where its own check is, rather than blaming the function checked now."""
@@ -351,7 +402,8 @@ def check_generation(generate, params, prompt, n_new, transformer_block, layer_n
                      sample_next, temperature=1.0, top_k=None, seed=0):
     """Generate, then compare each step's logits with a full causal pass over the tokens before it, and
     the tokens with what ``sample_next`` draws from those logits with the same seed."""
-    tokens, logits = call(generate, params, prompt, n_new, temperature, top_k, np.random.default_rng(seed))
+    tokens, logits = check_returns(generate, call(generate, params, prompt, n_new, temperature, top_k,
+                                                  np.random.default_rng(seed)), ("tokens", "logits"))
     P, V = len(prompt), np.shape(params["wte"])[0]
     if not isinstance(tokens, np.ndarray) or tokens.shape != (P + n_new,) or tokens.dtype.kind not in "iu":
         raise CheckFailed(f"tokens should be an integer array of shape ({P + n_new},) (the prompt, then the new "
@@ -361,6 +413,8 @@ def check_generation(generate, params, prompt, n_new, transformer_block, layer_n
     if not isinstance(logits, np.ndarray) or logits.shape != (n_new, V):
         raise CheckFailed(f"logits should have shape ({n_new}, {V}): one row per new token, got "
                           f"{getattr(logits, 'shape', type(logits).__name__)}.")
+    if logits.dtype != np.float64:
+        raise CheckFailed(f"logits should be float64, but they are {logits.dtype}: the course works in float64.")
     pieces = (transformer_block, layer_norm, positional_encoding)
     for i in range(n_new):
         prefix = tokens[:P + i]

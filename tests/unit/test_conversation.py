@@ -239,3 +239,15 @@ def test_a_measured_peak_leaves_out_the_stand_ins_traffic():
     kernel_probe.serve(namespace, talk.reply)
     peak = talk.results[0][0]["peak"]
     assert peak < 40_000 * 8 * 1.5, peak           # one answer, decoded, alive while it is summed
+
+
+def test_a_stand_in_the_exercise_requires_must_be_asked_for():
+    """``Spec.calls_required``: a right value computed without the earlier function the exercise
+    says to build on fails, and the verdict says which calls were missing."""
+    spec = Spec(name="outer", cases=outer_cases, substitutes=("inner",), calls_required={"inner": 1})
+    honest, inlined = {}, {}
+    exec("def outer(x):\n    return 2.0 * inner(x)\n", honest)
+    exec("import numpy as np\ndef outer(x):\n    return 2.0 * (np.asarray(x, dtype=float) + 1.0)\n", inlined)
+    assert run_locally(spec, Reference, honest, np.random.default_rng(0)).passed
+    verdict = run_locally(spec, Reference, inlined, np.random.default_rng(0))
+    assert not verdict.passed and "call your inner (once); it called inner not at all" in verdict.message

@@ -127,6 +127,7 @@ class Conversation:
         self.cases_batches = cases_batches if cases_batches is not None else len(batches)
         self.completed = set(completed)
         self.results, self.next_batch, self.requests = [], 0, 0
+        self.stand_ins = {}          # {batch index: {name: requests}}: the stand-ins each batch asked for
         self.started = self.finished = False
 
     @property
@@ -162,6 +163,8 @@ class Conversation:
         if self.requests > self.limits.max_requests:
             return {"error": f"the grader answers at most {self.limits.max_requests} such calls in one hidden test"}
         if op == "substitute":
+            asked = self.stand_ins.setdefault(self.next_batch - 1, {})
+            asked[str(key)] = asked.get(str(key), 0) + 1
             if key not in self.spec.substitutes and key not in self.spec.lent:
                 return {"error": f"{key} is not available here"}
             if key in self.spec.substitutes and key not in self.completed:
@@ -302,7 +305,8 @@ def run_locally(spec, reference, namespace, g, completed=()):
 
 def decide(spec, reference, cases, conversation, stopped=None):
     """The verdict, from the results gathered (and how the test stopped, if it stopped early)."""
-    results = [batch[0] for batch in conversation.results[:len(cases)]]
+    results = [dict(batch[0], stand_ins=conversation.stand_ins.get(index, {}))
+               for index, batch in enumerate(conversation.results[:len(cases)])]
     if stopped is not None:
         index = min(stopped.index, len(cases) - 1)
         label = cases[index].label if stopped.index < len(cases) else "the measurement calls"

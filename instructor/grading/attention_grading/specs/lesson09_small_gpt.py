@@ -252,6 +252,7 @@ register(Spec(
     atol=1e-9,
     substitutes=("layer_norm",),
     lent=LENT,
+    calls_required={"layer_norm": 2, "multi_head_attention": 1},
     bugs=(
         Bug("the block is post-norm (layer norm after each residual sum, as in the 2017 Transformer) "
             "where pre-norm is asked: normalise the input of each sub-layer, not its sum",
