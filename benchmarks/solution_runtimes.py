@@ -14,7 +14,8 @@ import nbformat
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run(lesson):
+def run(lesson, keep=False):
+    """(seconds, problems), and the executed notebook with ``keep``."""
     path = REPO / "solutions" / lesson / f"{lesson}.ipynb"
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
@@ -23,7 +24,7 @@ def run(lesson):
     seconds = time.perf_counter() - start
     problems = [o.get("ename") or "stderr" for c in nb.cells for o in c.get("outputs", [])
                 if o.get("output_type") == "error" or o.get("name") == "stderr"]
-    return seconds, problems
+    return (seconds, problems, nb) if keep else (seconds, problems)
 
 
 def main(lessons):

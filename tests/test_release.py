@@ -92,6 +92,13 @@ def test_installed_package_has_no_reference_or_hidden_tests(wheel):
             assert not [leak for leak in LEAKS if leak in text], name
 
 
+def test_the_wheel_carries_lesson_09s_text(wheel):
+    """Lesson 09 reads its Shakespeare from the installed package: the wheel must hold the file."""
+    with zipfile.ZipFile(wheel) as archive:
+        text = archive.read("attention_course/data/shakespeare.txt").decode("ascii")
+    assert text == (ROOT / "src" / "attention_course" / "data" / "shakespeare.txt").read_text(encoding="ascii")
+
+
 LESSON_PACKAGES = {"numpy", "matplotlib", "ipywidgets", "tqdm", "jupyterlab", "notebook", "nbgrader",
                    "jsonschema"}
 INSTRUCTOR_TOOLS = {"pytest", "nbval", "playwright", "psycopg2-binary", "scipy", "distributed"}

@@ -145,6 +145,7 @@ def _correct(lesson, function, name):
      "Exercise 1"),
     ("06_multi_head", "multi_head_attention", "uses_split_and_merge", "merge_heads", "interleaves_heads",
      "Exercise 2"),
+    ("09_small_gpt", "transformer_block", "helpers_and_where_relu", "layer_norm", "eps_outside_sqrt", "Exercise 2"),
 ])
 def test_a_wrong_earlier_function_is_blamed_not_the_later_one(lesson, later, calling, earlier, mistake, where):
     outcome = run_visible_checks(lesson, later, _correct(lesson, later, calling),

@@ -1,4 +1,4 @@
-"""The explorers of lessons 02 and 03: their pure halves, and their widgets driven headless."""
+"""The explorers of lessons 02, 03 and 09: their pure halves, and their widgets driven headless."""
 import numpy as np
 import pytest
 
@@ -117,3 +117,56 @@ def test_saturation_numbers_are_averaged_over_draws_and_flat_with_the_scale():
     assert unscaled[-1]["mean_max_weight"] > 0.9 > unscaled[0]["mean_max_weight"]
     text = widgets.describe_saturation(scaled[0])
     assert "one random draw" in text and f"Mean over {scaled[0]['n_draws']} draws" in text
+
+
+# ---------------------------------------------------------------- lesson 09: the sampling explorer
+
+def _model_and_vocab():
+    from attention_course import small_gpt as gpt
+
+    vocab = gpt.Vocabulary(gpt.load_text())
+    return gpt.init_model(3, vocab.size, d_model=8, n_layers=1, n_heads=2, d_hidden=16), vocab
+
+
+def test_sampling_state_draws_follow_the_distribution_and_the_knobs_act_as_the_formula_says():
+    params, vocab = _model_and_vocab()
+    plain = widgets.sampling_state(R.sample_next, R.generate, params, vocab, "Thou art")
+    p, n = plain["probabilities"], plain["n_draws"]
+    assert abs(p.sum() - 1) < 1e-12 and plain["kept"] == vocab.size
+    assert np.all(np.abs(plain["shares"] - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1 / n)
+    np.testing.assert_allclose(p, R.next_token_probabilities(plain["logits"], 1.0, None), rtol=1e-12)
+    greedy = widgets.sampling_state(R.sample_next, R.generate, params, vocab, "Thou art", top_k=1)
+    assert greedy["kept"] == 1 and greedy["entropy"] == 0.0 and greedy["shares"].max() == 1.0
+    cool = widgets.sampling_state(R.sample_next, R.generate, params, vocab, "Thou art", temperature=0.5, top_k=5)
+    np.testing.assert_allclose(cool["probabilities"], R.next_token_probabilities(plain["logits"], 0.5, 5), rtol=1e-12)
+    assert cool["entropy"] < plain["entropy"] and cool["kept"] >= 5
+    assert len(cool["text"]) == 60 and "Next character" in widgets.describe_sampling(cool)
+
+
+def test_sampling_explorer_builds_headless_and_updates_its_text():
+    params, vocab = _model_and_vocab()
+    box = widgets.sampling_explorer(R.sample_next, R.generate, params, vocab, n_draws=300)
+    controls = {w.description: w for w in _controls(box)}
+    assert {"prompt", "temperature", "top_k"} <= set(controls)
+    line = next(w for w in _walk(box) if "sampling-explorer-line" in w._dom_classes)
+    first = line.value
+    assert first.startswith("temperature 1.00, no top-k")
+    controls["top_k"].value = 1
+    assert line.value != first and "1 characters can be drawn" in line.value
+    controls["prompt"].value = "Thou art€"
+    assert "never seen" in line.value
+
+
+def test_sampling_explorer_waits_for_unwritten_functions_and_explains_errors():
+    params, vocab = _model_and_vocab()
+
+    def unwritten(*args, **kwargs):
+        raise NotImplementedError()
+
+    def broken(*args, **kwargs):
+        raise ValueError("probabilities do not sum to 1")
+
+    assert any("implement it in the lesson above" in m
+               for m in _messages(widgets.sampling_explorer(unwritten, R.generate, params, vocab, n_draws=50)))
+    shown = " ".join(_messages(widgets.sampling_explorer(broken, R.generate, params, vocab, n_draws=50)))
+    assert "raised an error here" in shown and "sample_next" not in shown or "broken" in shown

@@ -1,10 +1,10 @@
-"""Interactive explorers for lessons 02 and 03 (ipywidgets) that also run headless.
+"""Interactive explorers for lessons 02, 03 and 09 (ipywidgets) that also run headless.
 
 Each explorer comes in two halves:
 
 - a pure function that computes everything the explorer shows (``it_example_state``,
-  ``saturation_state``); you can call it, print it and test it without a browser;
-- a builder (``it_explorer``, ``saturation_explorer``) that wires sliders to that function,
+  ``saturation_state``, ``sampling_state``); you can call it, print it and test it without a browser;
+- a builder (``it_explorer``, ``saturation_explorer``, ``sampling_explorer``) that wires sliders to that function,
   draws the initial state at once, and redraws on every change.
 
 The explorers hold no answers: they take the functions that do the work (your own, from the
@@ -12,7 +12,7 @@ lesson) as arguments. While those functions are not written yet, or when they ra
 explorer shows a short message saying which function to look at, instead of a traceback.
 
 Every control has a fixed ``description`` and every display a CSS class (``it-explorer-*``,
-``saturation-explorer-*``), so a browser test can find them.
+``saturation-explorer-*``, ``sampling-explorer-*``), so a browser test can find them.
 """
 import html
 
@@ -237,3 +237,103 @@ def saturation_explorer(softmax_fn, jacobian_fn, d_k=64, temperature=1.0, scaled
     plot = widgets.interactive_output(show, {"d_k": width, "temperature": heat, "scaled": divide})
     plot.add_class("saturation-explorer-plot")
     return widgets.VBox([widgets.HBox([width, heat, divide]), line, plot])
+
+
+# ---------------------------------------------------------------------------------------------
+# Lesson 09: temperature and top-k
+# ---------------------------------------------------------------------------------------------
+
+
+def sampling_state(sample_next_fn, generate_fn, params, vocab, prompt, temperature=1.0, top_k=0, seed=0,
+                   n_draws=2000, n_chars=60):
+    """The next character after ``prompt`` under a temperature and a top-k (0: no cut).
+
+    ``generate_fn`` (your ``generate``) gives the model's logits for the next character;
+    ``sample_next_fn`` (your ``sample_next``) is called ``n_draws`` times with a Generator made from
+    ``seed``: ``shares`` are the fractions of the draws each character got, ``probabilities`` the
+    exact distribution it should follow (softmax of the logits over the temperature, cut to the top
+    k, ties kept). ``text``: ``n_chars`` characters your ``generate`` writes after the prompt with
+    these settings (from the same seed). Also ``entropy`` of the probabilities, in bits.
+    """
+    from .gpt_checks import sampling_probabilities
+    from .small_gpt import draw_samples
+
+    k = int(top_k) or None
+    ids = vocab.encode(prompt)
+    _, logits = generate_fn(params, ids, 1, 1.0, None, np.random.default_rng(seed))
+    logits = np.asarray(logits, dtype=float)[0]                                     # (V,)
+    draws = draw_samples(sample_next_fn, logits, temperature, k, seed, n_draws)[0]  # (n_draws,)
+    shares = np.bincount(draws, minlength=vocab.size) / n_draws
+    probabilities = sampling_probabilities(logits, temperature, k)
+    tokens, _ = generate_fn(params, ids, n_chars, temperature, k, np.random.default_rng(seed))
+    safe = np.where(probabilities > 0, probabilities, 1.0)
+    return {"prompt": prompt, "temperature": float(temperature), "top_k": k, "logits": logits, "shares": shares,
+            "probabilities": probabilities, "entropy": max(0.0, float(-np.sum(probabilities * np.log2(safe)))),
+            "kept": int((probabilities > 0).sum()), "n_draws": n_draws, "chars": vocab.chars,
+            "text": vocab.decode(np.asarray(tokens)[len(ids):])}
+
+
+def describe_sampling(state, shown=8):
+    """One line: the likeliest next characters with their probability and their share of the draws."""
+    order = np.argsort(state["probabilities"], kind="stable")[::-1][:shown]
+    label = {"\n": "↵", " ": "␣"}
+    parts = " · ".join(f"{label.get(state['chars'][i], state['chars'][i])} {state['probabilities'][i]:.4f}"
+                       f" ({state['shares'][i]:.4f})" for i in order)
+    cut = "no top-k" if state["top_k"] is None else f"top_k = {state['top_k']}"
+    return (f"temperature {state['temperature']:.2f}, {cut}: {state['kept']} characters can be drawn, "
+            f"entropy {state['entropy']:.3f} bits. Next character, probability (share of your "
+            f"{state['n_draws']} draws): {parts}")
+
+
+def sampling_explorer(sample_next_fn, generate_fn, params, vocab, prompt="Thou art a", temperature=1.0, top_k=0,
+                      seed=0, n_draws=2000):
+    """A prompt box, a temperature slider and a top-k slider (0: no cut) for a trained model.
+
+    Shows the next character's distribution as bars (your sampler's shares of ``n_draws`` draws beside the
+    exact probabilities), the same numbers as a line of text, and a continuation of the prompt
+    written by your ``generate`` with these settings. Returns the widget box.
+    """
+    text_box = widgets.Text(value=prompt, description="prompt", continuous_update=False)
+    heat = widgets.FloatLogSlider(value=temperature, base=10, min=-1, max=1, step=0.05,
+                                  description="temperature", readout_format=".2f", continuous_update=False)
+    cut = widgets.IntSlider(value=top_k, min=0, max=vocab.size, step=1, description="top_k",
+                            continuous_update=False)
+    line = widgets.HTML()
+    line.add_class("sampling-explorer-line")
+    written = widgets.HTML()
+    written.add_class("sampling-explorer-text")
+
+    def show(prompt, temperature, top_k):
+        try:
+            vocab.encode(prompt or " ")
+        except KeyError as exc:
+            line.value = f"<i>The prompt holds a character the model has never seen: {html.escape(str(exc))}.</i>"
+            return
+        try:
+            state = sampling_state(sample_next_fn, generate_fn, params, vocab, prompt or " ", temperature, top_k, seed,
+                                   n_draws)
+        except Exception as exc:  # the learner's functions: explain instead of a traceback
+            plt.close("all")
+            line.value = _trouble(exc, [getattr(f, "__name__", "function") for f in (sample_next_fn, generate_fn)])
+            written.value = ""
+            return
+        line.value = html.escape(describe_sampling(state))
+        written.value = ("<pre>" + html.escape(state["prompt"]) + "<b>" + html.escape(state["text"]) + "</b></pre>")
+        order = np.argsort(state["probabilities"], kind="stable")[::-1][:12]
+        labels = [{"\n": "↵", " ": "␣"}.get(state["chars"][i], state["chars"][i]) for i in order]
+        fig, ax = plt.subplots(figsize=(8, 3))
+        ax.bar(np.arange(len(order)) - 0.2, state["probabilities"][order], width=0.4, label="probability")
+        ax.bar(np.arange(len(order)) + 0.2, state["shares"][order], width=0.4, label=f"share of {state['n_draws']} draws")
+        ax.set_xticks(range(len(order)), labels)
+        ax.set_xlabel("next character (the 12 likeliest)")
+        ax.set_ylabel("probability / share")
+        ax.set_title(f"After {state['prompt'][-20:]!r}: temperature {temperature:.2f}, "
+                     + ("no top-k" if state["top_k"] is None else f"top_k = {state['top_k']}"))
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        plt.show()
+        plt.close(fig)
+
+    plot = widgets.interactive_output(show, {"prompt": text_box, "temperature": heat, "top_k": cut})
+    plot.add_class("sampling-explorer-plot")
+    return widgets.VBox([widgets.HBox([text_box, heat, cut]), line, plot, written])

@@ -31,3 +31,20 @@ def parse_cat_weights(text):
     shown = re.search(r"cat's weights: \[([^\]]*)\]", text)
     assert shown, text
     return [float(v) for v in shown.group(1).split()]
+
+
+def parse_sampling(text):
+    """Lesson 09's explorer: 'temperature 1.00, no top-k: 76 characters can be drawn, entropy 2.1 bits.
+    Next character, probability (share of your 2000 draws): e 0.310 (0.305) · ␣ 0.120 (0.118) · …'."""
+    match = re.fullmatch(r"temperature ([\d.]+), (no top-k|top_k = \d+): (\d+) characters can be drawn, entropy "
+                         r"([\d.]+) bits\. Next character, probability \(share of your (\d+) draws\): (.*)",
+                         text.strip(), flags=re.DOTALL)
+    assert match, f"unexpected explorer text: {text!r}"
+    temperature, cut, kept, entropy, draws, parts = match.groups()
+    rows = [re.fullmatch(r"(.) ([\d.]+) \(([\d.]+)\)", part) for part in parts.split(" · ")]
+    assert all(rows), f"unexpected explorer text: {text!r}"
+    return {"temperature": float(temperature), "top_k": None if cut == "no top-k" else int(cut.split("= ")[1]),
+            "kept": int(kept), "entropy": float(entropy), "draws": int(draws),
+            "chars": [r.group(1) for r in rows],
+            "probabilities": np.array([float(r.group(2)) for r in rows]),
+            "shares": np.array([float(r.group(3)) for r in rows])}

@@ -1,5 +1,6 @@
-"""The lesson explorers (ipywidgets) in JupyterLab: lesson 02's "it" explorer and lesson 03's
-saturation explorer respond to sliders, dropdowns and checkboxes with the reference's numbers."""
+"""The lesson explorers (ipywidgets) in JupyterLab: lesson 02's "it" explorer, lesson 03's
+saturation explorer and lesson 09's sampling explorer respond to sliders, dropdowns and checkboxes
+with the reference's numbers."""
 import numpy as np
 import pytest
 
@@ -133,4 +134,77 @@ def test_lesson_03_explorer_responds(tab, course):
     tab.shot("explorer-unscaled")
     raw = check_saturation(parse_saturation(line.text_content()), 128, 10 ** -0.1, False)
     assert raw["max_weight"] > 0.9 and raw["max_weight"] > cooler["max_weight"], raw["max_weight"]
+    tab.assert_no_console_errors()
+
+
+def quick_solution(course, lesson="09_small_gpt"):
+    """Lesson 09's solution in the course copy, made to run its short versions (as when nbgrader
+    validates it: a few training steps), so that Run All takes seconds rather than minutes."""
+    import nbformat
+
+    path = course / "solutions" / lesson / f"{lesson}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    setup = next(c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "setup")
+    if "NBGRADER_EXECUTION" not in setup.source:
+        setup.source = 'import os\nos.environ["NBGRADER_EXECUTION"] = "validate"   # the browser test: short runs\n' \
+            + setup.source
+        nbformat.write(nb, path)
+
+
+def check_sampling(shown):
+    """The explorer's shares of its draws fit its probabilities; top-k and the count agree."""
+    p, shares, n = shown["probabilities"], shown["shares"], shown["draws"]
+    assert np.all(np.abs(shares - p) <= 5 * np.sqrt(p * (1 - p) / n) + 2e-3), shown
+    if shown["top_k"] is not None:
+        assert shown["kept"] >= min(shown["top_k"], len(p)), shown
+
+
+def test_lesson_09_explorer_responds(tab, course):
+    """The sampling explorer of lesson 09: the top-k and temperature sliders redraw the distribution
+    as the formula says (top_k = 1 keeps only the likeliest character; a lower temperature raises
+    the ratio of two probabilities to the power 1/T) and your draws follow it."""
+    from .parsers import parse_sampling
+
+    quick_solution(course)
+    run_solution(tab, course, "09_small_gpt")
+    page = tab.page
+    LINE, IMG = ".sampling-explorer-line", ".sampling-explorer-plot img"
+    line = explorer(tab, LINE, IMG)
+    first = parse_sampling(line.text_content())
+    assert first["temperature"] == 1.0 and first["top_k"] is None and first["draws"] == 2000, first
+    check_sampling(first)
+    assert first["kept"] > 1 and np.all(np.diff(first["probabilities"]) <= 0), first
+
+    # top_k one notch up from 0 (no cut): only the likeliest character remains.
+    before = line.text_content(), img_src(tab, IMG)
+    widget_slider(page, "top_k").locator(".noUi-handle").focus()
+    page.keyboard.press("ArrowRight")
+    redrawn(tab, LINE, IMG, before)
+    tab.shot("explorer-top_k-1")
+    greedy = parse_sampling(line.text_content())
+    assert greedy["top_k"] == 1 and greedy["kept"] == 1 and greedy["entropy"] == 0.0, greedy
+    assert greedy["chars"][0] == first["chars"][0] and greedy["shares"][0] == 1.0, greedy
+
+    # Back to no cut, then the temperature down two notches (10^-0.1 ≈ 0.79).
+    before = line.text_content(), img_src(tab, IMG)
+    page.keyboard.press("ArrowLeft")
+    redrawn(tab, LINE, IMG, before)
+    heat = widget_slider(page, "temperature")
+    heat.locator(".noUi-handle").focus()
+    for shown in ("0.89", "0.79"):                       # one notch at a time, each one redrawn
+        before = line.text_content(), img_src(tab, IMG)
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_function("([sel, text]) => document.querySelector(sel)?.textContent.includes(text)",
+                               arg=[LINE, f"temperature {shown}"], timeout=60_000)
+        wait_changed(tab, IMG, before[1], "src")
+    tab.shot("explorer-temperature-0.79")
+    cooler = parse_sampling(line.text_content())
+    check_sampling(cooler)
+    assert cooler["entropy"] < first["entropy"] and cooler["probabilities"][0] > first["probabilities"][0], cooler
+    # softmax(z / T): the ratio of the two likeliest characters' probabilities becomes its power 1/T.
+    a, b = first["chars"][:2]
+    ratio_1 = first["probabilities"][0] / first["probabilities"][1]
+    ratio_T = cooler["probabilities"][cooler["chars"].index(a)] / cooler["probabilities"][cooler["chars"].index(b)]
+    T = 10 ** -0.1
+    assert abs(ratio_T - ratio_1 ** (1 / T)) <= 0.02 * ratio_1 ** (1 / T) + 0.01, (ratio_1, ratio_T)
     tab.assert_no_console_errors()

@@ -220,3 +220,83 @@ def test_what_a_learner_function_prints_or_warns_stays_in_the_kernel():
         return 2.0 * (np.asarray(x, float) + 1.0)
 
     assert run_locally(OUTER, Reference, {"outer": outer}, np.random.default_rng(2)).passed
+
+
+# ---------------------------------------------------------------- lent stand-ins and generators
+
+def test_an_earlier_lessons_function_is_lent_from_the_first_call_within_the_same_limits():
+    """``Spec.lent``: no test of this notebook grades it, so its stand-in is answered at once (a
+    substitute of this lesson waits for its own test), and huge inputs are refused all the same."""
+    spec = Spec(name="outer", cases=outer_cases, lent=("inner",))
+    _, talk = conversation(spec, completed=())
+    first = talk.reply({"op": "ready"})
+    assert first["substitutes"] == ["inner"]
+    lent = talk.reply({"op": "substitute", "key": "inner", "args": [kernel_probe.encode(np.ones(2))]})
+    np.testing.assert_array_equal(kernel_probe.decode(lent["value"]), [2.0, 2.0])
+    huge = talk.reply({"op": "substitute", "key": "inner", "args": [kernel_probe.encode(np.ones(600))]})
+    assert "axis longer than" in huge["error"]
+    unlisted = talk.reply({"op": "substitute", "key": "outer", "args": []})
+    assert unlisted == {"error": "outer is not available here"}
+
+
+def test_generators_cross_the_wire_by_their_state():
+    """A numpy Generator arrives drawing exactly what the original would draw next; a forged state
+    or another bit generator arrives as something that cannot run code."""
+    rng = np.random.default_rng(42)
+    rng.random(3)
+    arrived = kernel_probe.decode(json.loads(json.dumps(kernel_probe.encode(rng))))
+    np.testing.assert_array_equal(arrived.random(5), rng.random(5))
+    assert isinstance(kernel_probe.decode({"generator": {"state": "x"}}), kernel_probe.Opaque)
+    assert kernel_probe.encode(np.random.Generator(np.random.MT19937(1))) == {"other": "a Generator other than PCG64"}
+
+
+def test_a_stand_in_that_draws_moves_the_callers_generator_on():
+    """The grader draws with a copy of the kernel's Generator and hands its new state back, so the
+    kernel's generator moves on exactly as if the kernel had drawn itself."""
+    class Drawing:
+        @staticmethod
+        def draw(rng):
+            return float(rng.random())
+
+    spec = Spec(name="twice", cases=lambda g: [Case("a generator", (np.random.default_rng(7),))], lent=("draw",))
+    namespace = {"draw": None}
+    exec("def twice(rng):\n    return draw(rng), draw(rng)\n", namespace)
+    cases = spec.cases(None)
+    batches, callbacks, extra = plan_calls(spec, cases, None)
+    talk = Conversation(spec, Drawing, batches, callbacks, set(), len(cases), extra)
+    kernel_probe.serve(namespace, talk.reply)
+    first, second = kernel_probe.decode(talk.results[0][0]["value"])
+    own = np.random.default_rng(7)
+    assert (first, second) == (own.random(), own.random())
+
+
+def test_a_measured_peak_leaves_out_the_stand_ins_traffic():
+    """Peak memory of a call that asks the grader for large answers it drops at once is about what
+    the call itself keeps, not the size of the messages."""
+    class Big:
+        @staticmethod
+        def big(n):
+            return np.ones(int(n))
+
+    spec = Spec(name="caller", cases=lambda g: [], lent=("big",),
+                extra_calls=lambda g: [hidden_tests.Call((40_000,), memory=True)])
+    namespace = {}
+    exec("def caller(n):\n    for _ in range(3):\n        big(n).sum()\n    return 0\n", namespace)
+    batches, callbacks, extra = plan_calls(spec, [], None)
+    limits = hidden_tests.ConversationLimits(max_integer=100_000)
+    talk = Conversation(spec, Big, batches, callbacks, set(), 0, extra, limits)
+    kernel_probe.serve(namespace, talk.reply)
+    peak = talk.results[0][0]["peak"]
+    assert peak < 40_000 * 8 * 1.5, peak           # one answer, decoded, alive while it is summed
+
+
+def test_a_stand_in_the_exercise_requires_must_be_asked_for():
+    """``Spec.calls_required``: a right value computed without the earlier function the exercise
+    says to build on fails, and the verdict says which calls were missing."""
+    spec = Spec(name="outer", cases=outer_cases, substitutes=("inner",), calls_required={"inner": 1})
+    honest, inlined = {}, {}
+    exec("def outer(x):\n    return 2.0 * inner(x)\n", honest)
+    exec("import numpy as np\ndef outer(x):\n    return 2.0 * (np.asarray(x, dtype=float) + 1.0)\n", inlined)
+    assert run_locally(spec, Reference, honest, np.random.default_rng(0)).passed
+    verdict = run_locally(spec, Reference, inlined, np.random.default_rng(0))
+    assert not verdict.passed and "call your inner (once); it called inner not at all" in verdict.message

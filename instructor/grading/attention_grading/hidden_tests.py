@@ -127,6 +127,7 @@ class Conversation:
         self.cases_batches = cases_batches if cases_batches is not None else len(batches)
         self.completed = set(completed)
         self.results, self.next_batch, self.requests = [], 0, 0
+        self.stand_ins = {}          # {batch index: {name: requests}}: the stand-ins each batch asked for
         self.started = self.finished = False
 
     @property
@@ -137,7 +138,7 @@ class Conversation:
         op = message.get("op") if isinstance(message, dict) else None
         if op == "ready" and not self.started:
             self.started = True
-            return {"substitutes": list(self.spec.substitutes),
+            return {"substitutes": [*self.spec.substitutes, *self.spec.lent],
                     "globals_of": list(self.spec.learner_functions), **self._next()}
         if op == "results" and self.started and self.next_batch > len(self.results):
             results = message.get("results")
@@ -162,9 +163,11 @@ class Conversation:
         if self.requests > self.limits.max_requests:
             return {"error": f"the grader answers at most {self.limits.max_requests} such calls in one hidden test"}
         if op == "substitute":
-            if key not in self.spec.substitutes:
+            asked = self.stand_ins.setdefault(self.next_batch - 1, {})
+            asked[str(key)] = asked.get(str(key), 0) + 1
+            if key not in self.spec.substitutes and key not in self.spec.lent:
                 return {"error": f"{key} is not available here"}
-            if key not in self.completed:
+            if key in self.spec.substitutes and key not in self.completed:
                 return {"error": f"a correct {key} is lent only after the hidden test of {key} itself"}
             function = getattr(self.reference, key)
         else:
@@ -176,16 +179,23 @@ class Conversation:
         problem = _too_big(args + list(kwargs.values()), self.limits)
         if problem:
             return {"error": f"the grader does not compute {key} on these inputs: {problem}"}
-        before = [a.copy() if isinstance(a, np.ndarray) else None for a in args]
+        before = [a.copy() if isinstance(a, np.ndarray) else
+                  kernel_probe.generator_state(a) if isinstance(a, np.random.Generator) else None for a in args]
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
                 value = function(*args, **kwargs)
         except Exception as exc:
             return {"error": f"{key} raised {type(exc).__name__}: {exc}"[:300]}
-        after = [kernel_probe.encode(a) if b is not None and not np.array_equal(a, b, equal_nan=True) else None
-                 for a, b in zip(args, before)]
+        after = [kernel_probe.encode(a) if b is not None and _changed(a, b) else None for a, b in zip(args, before)]
         return {"value": kernel_probe.encode(value), "after": after}
+
+
+def _changed(value, before):
+    """Did a call change this argument (an array's values, a Generator's state)?"""
+    if isinstance(value, np.random.Generator):
+        return kernel_probe.generator_state(value) != before
+    return not np.array_equal(value, before, equal_nan=True)
 
 
 # ------------------------------------------------------------------ transports
@@ -295,7 +305,8 @@ def run_locally(spec, reference, namespace, g, completed=()):
 
 def decide(spec, reference, cases, conversation, stopped=None):
     """The verdict, from the results gathered (and how the test stopped, if it stopped early)."""
-    results = [batch[0] for batch in conversation.results[:len(cases)]]
+    results = [dict(batch[0], stand_ins=conversation.stand_ins.get(index, {}))
+               for index, batch in enumerate(conversation.results[:len(cases)])]
     if stopped is not None:
         index = min(stopped.index, len(cases) - 1)
         label = cases[index].label if stopped.index < len(cases) else "the measurement calls"

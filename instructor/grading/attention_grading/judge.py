@@ -158,6 +158,14 @@ def judge_case(spec, R, case, result, others=()):
         if hint and hint not in problem:
             message += f" This is exactly what happens when {hint}."
         return WRONG, message, hint
+    asked = result.get("stand_ins") or {}
+    missing = {name: count for name, count in spec.calls_required.items() if asked.get(name, 0) < count}
+    if missing:
+        wanted = " and ".join(f"{name} ({'at least ' if count > 1 else ''}{_times(count)})"
+                              for name, count in spec.calls_required.items())
+        made = ", ".join(f"{name} {_times(asked.get(name, 0))}" for name in missing)
+        return WRONG, (f"On {case.label}, your {spec.name} gives the right values, but the exercise asks it to "
+                       f"call your {wanted}; it called {made}."), None
     for position, (before, after) in enumerate(zip(digests, result.get("after") or [])):
         if before is not None and after != before:
             return MUTATED, (f"On {case.label}, your {spec.name} changed its argument "
@@ -166,6 +174,10 @@ def judge_case(spec, R, case, result, others=()):
     if spec.warnings_fail is not None and result.get("warnings"):
         return WRONG, spec.warnings_fail(case.label, result["warnings"][0]), None
     return None
+
+
+def _times(count):
+    return {0: "not at all", 1: "once", 2: "twice"}.get(count, f"{count} times")
 
 
 def judge(spec, R, cases, results, extra_results=None, extra_calls=()):

@@ -60,9 +60,35 @@ def _rebuild(raw, dtype, shape, blob):
     return flat.reshape(shape[::-1]).T.copy(order="F") if order == "F" else flat.reshape(shape).copy()
 
 
+def generator_state(rng):
+    """A numpy Generator's PCG64 state as plain integers (what the wire carries), or None for
+    any other bit generator."""
+    state = rng.bit_generator.state
+    if state.get("bit_generator") != "PCG64":
+        return None
+    return {"state": int(state["state"]["state"]), "inc": int(state["state"]["inc"]),
+            "has_uint32": int(state["has_uint32"]), "uinteger": int(state["uinteger"])}
+
+
+def _generator(state):
+    """A PCG64 Generator in ``state`` (checked by numpy), or Opaque."""
+    try:
+        rng = np.random.Generator(np.random.PCG64())
+        rng.bit_generator.state = {"bit_generator": "PCG64",
+                                   "state": {"state": int(state["state"]), "inc": int(state["inc"])},
+                                   "has_uint32": int(state["has_uint32"]), "uinteger": int(state["uinteger"])}
+        return rng
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return Opaque("a malformed random generator")
+
+
 def encode(value):
     """Arrays (with their dtype, shape and memory order), tuples/lists, dicts of str keys,
-    scalars, strings and None; anything else is described, not sent."""
+    scalars, strings, None and numpy Generators (by their PCG64 state); anything else is
+    described, not sent."""
+    if isinstance(value, np.random.Generator):
+        state = generator_state(value)
+        return {"generator": state} if state is not None else {"other": "a Generator other than PCG64"}
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in "biuf":
             return {"other": f"an array of dtype {value.dtype}"}
@@ -117,6 +143,8 @@ def decode(blob, resolve=None):
         return str(blob["text"])
     if "none" in blob:
         return None
+    if "generator" in blob:
+        return _generator(blob["generator"]) if isinstance(blob["generator"], dict) else Opaque("malformed")
     if resolve is not None and ("learner" in blob or "callback" in blob or "library" in blob):
         return resolve(blob)
     return Opaque(str(blob.get("other", "unknown")))
@@ -142,6 +170,9 @@ def digest(value):
     if isinstance(value, dict):
         parts = {str(k): digest(v) for k, v in value.items()}
         return {k: v for k, v in parts.items() if v is not None} or None
+    if isinstance(value, (list, tuple)):
+        parts = [digest(v) for v in value]
+        return parts if any(p is not None for p in parts) else None
     return None
 
 
@@ -165,19 +196,54 @@ def ask_grader(message):
     return json.loads(input(MAGIC + json.dumps(message)))
 
 
+class _Measure:
+    """The peak memory of the call being measured, without the stand-ins' traffic with the grader
+    (its messages are the grader's doing, not the learner's): the peak is read before each request
+    and reset after its reply, and the largest of those readings is the call's peak."""
+    active = False
+    base = peak = 0
+
+    @classmethod
+    def before_request(cls):
+        if cls.active:
+            import tracemalloc
+
+            if tracemalloc.is_tracing():
+                cls.peak = max(cls.peak, tracemalloc.get_traced_memory()[1] - cls.base)
+
+    @classmethod
+    def after_reply(cls):
+        if cls.active:
+            import tracemalloc
+
+            if tracemalloc.is_tracing():
+                tracemalloc.reset_peak()
+
+
 def _stand_in(kind, key, ask):
     """A function that asks the grader for the result (a substitute, or a function the grader
     passes as an argument, such as a loss for ``numerical_gradient``)."""
 
     def stand_in(*args, **kwargs):
-        reply = ask({"op": kind, "key": key, "args": [encode(a) for a in args],
-                      "kwargs": {k: encode(v) for k, v in kwargs.items()}})
+        message = {"op": kind, "key": key, "args": [encode(a) for a in args],
+                   "kwargs": {k: encode(v) for k, v in kwargs.items()}}
+        _Measure.before_request()
+        reply = ask(message)
+        del message
         if "error" in reply:
+            _Measure.after_reply()
             raise RuntimeError(reply["error"])
         for arg, after in zip(args, reply.get("after") or []):
             if after is not None and isinstance(arg, np.ndarray):
                 np.copyto(arg, decode(after))     # the grader's function changed its input
-        return decode(reply["value"])
+            elif after is not None and isinstance(arg, np.random.Generator):
+                moved = decode(after)             # it drew numbers: the caller's generator moves on
+                if isinstance(moved, np.random.Generator):
+                    arg.bit_generator.state = moved.bit_generator.state
+        value = decode(reply["value"])
+        del reply                                 # the message is gone; what stays is the value
+        _Measure.after_reply()
+        return value
 
     stand_in.__name__ = str(key)
     stand_in.__qualname__ = str(key)
@@ -216,6 +282,7 @@ def _call(call, namespace, ask):
             tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
         tracemalloc.reset_peak()
+        _Measure.active, _Measure.base, _Measure.peak = True, base, 0
     saved = sys.stdout, sys.stderr
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught, \
@@ -233,8 +300,9 @@ def _call(call, namespace, ask):
             sys.stdout, sys.stderr = saved
     out["seconds"] = time.perf_counter() - started
     if tracing:          # measured before the output is encoded (that copies it)
+        _Measure.active = False
         if tracemalloc.is_tracing():
-            out["peak"] = int(tracemalloc.get_traced_memory()[1] - base)
+            out["peak"] = int(max(_Measure.peak, tracemalloc.get_traced_memory()[1] - base))
             if not was_tracing:
                 tracemalloc.stop()
         else:

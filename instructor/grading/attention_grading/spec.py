@@ -97,6 +97,14 @@ class Spec:
     # namespace are stand-ins the grader answers with the reference, so a mistake there costs
     # points only there.
     substitutes: tuple = ()
+    # Functions of earlier lessons this one may call: the learner brings them into this notebook,
+    # where no test grades them, so their stand-ins (the reference's, like a substitute's) are
+    # lent from the first call, within the same limits on calls and inputs.
+    lent: tuple = ()
+    # Stand-ins each case must ask for, at least this many times ({name: count}): an exercise that
+    # says "build it from your layer_norm" holds the answer to it (an answer that inlines the earlier
+    # function also escapes the stand-in that protects it from that function's mistakes).
+    calls_required: dict = field(default_factory=dict)
     # The learner's functions whose namespaces the substitution must reach besides the notebook's.
     learner_functions: tuple = ()
     # Each case may take this many times the grader's time for one call (a training run, say).

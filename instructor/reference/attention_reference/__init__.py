@@ -39,3 +39,6 @@ __all__ = [
 
 # Lesson 07 designs its own small model; its graded pieces (tests/test_reference_capstone.py).
 from .capstone import model_forward, model_backward, adam_step, trained_model  # noqa: E402,F401
+# Lesson 09: a small GPT (tests/test_reference_gpt.py).
+from .gpt import (positional_encoding, layer_norm, layer_norm_backward, transformer_block,  # noqa: E402,F401
+                  model_logits, next_token_probabilities, sample_next, generate)
