@@ -40,19 +40,22 @@ def _is_visible_check(cell):
 
 @lru_cache(maxsize=None)
 def layout(lesson):
-    """``(code cells, {function: (index of its solution cell, [indices of its visible checks])})``."""
+    """``(code cells, {function: (index of its solution cell, [indices of its visible checks])})`` for
+    the functions graded here (a test cell follows their checks); a function the lesson asks to paste
+    from an earlier lesson, with no test of its own here (lesson 09's ``split_heads``), is left out."""
     nb = nbformat.read(ROOT / "source" / lesson / f"{lesson}.ipynb", as_version=4)
     cells = [c for c in nb.cells if c.cell_type == "code"]
-    functions, current = {}, None
+    functions, graded, current = {}, set(), None
     for i, cell in enumerate(cells):
         if is_solution_code(cell):
             current = grade_id(cell)
             functions[current] = (i, [])
         elif current and is_test(cell):
+            graded.add(current)
             current = None
         elif current and _is_visible_check(cell):
             functions[current][1].append(i)
-    return cells, functions
+    return cells, {name: where for name, where in functions.items() if name in graded}
 
 
 def _run_cell(source, name, namespace):

@@ -57,3 +57,27 @@ def float_problem(function, value):
         return None
     return (f"{function} should return one float, but it returned {describe(value)}: "
             "return float(...) of the statistic.")
+
+
+def token_problem(function, value):
+    """Why ``value`` is not the one token id ``function`` returns (an int; a NumPy integer counts),
+    or None."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return None
+    return f"{function} should return one token id as an int (int(...)), but it returned {describe(value)}."
+
+
+def _times(count):
+    return {0: "not at all", 1: "once", 2: "twice"}.get(count, f"{count} times")
+
+
+def calls_problem(function, required, counts):
+    """Why ``function`` does not build on the earlier functions it is asked to call (``required``:
+    ``{name: at least how many times}``), given how often it called each (``counts``), or None."""
+    missing = [name for name, least in required.items() if counts.get(name, 0) < least]
+    if not missing:
+        return None
+    wanted = " and ".join(f"{name} ({'at least ' if least > 1 else ''}{_times(least)})"
+                          for name, least in required.items())
+    made = ", ".join(f"{name} {_times(counts.get(name, 0))}" for name in missing)
+    return f"{function} should call your {wanted}; it called {made}: build it from them, as the exercise asks."

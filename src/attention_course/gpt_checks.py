@@ -2,12 +2,17 @@
 
 Each ``..._mistakes`` function returns ``(what was done, what it gives)`` pairs, computed from
 their definitions on the example at hand, for ``checks.cmp_known_mistakes``: a message names a
-mistake only when the learner's output equals what that mistake gives. Functions that need the
-model's other pieces take the learner's own (already checked) functions as arguments.
+mistake only when the learner's output equals what that mistake gives, and no other mistake's
+does. What a check expects is computed here from the lesson's definitions (layer norm, attention,
+the block, the full causal pass), never from the learner's other functions; where the function
+checked calls an earlier one, ``checks.check_earlier`` confirms that one first on the inputs the
+check will hand it (``generate_earlier_examples``). The hidden tests name mistakes from the same
+definitions, and say a wrong form in the same words (``attention_course.forms``).
 """
 import numpy as np
 
-from .checks import CheckFailed, _quietly, call, cmp, cmp_known_mistakes
+from . import forms
+from .checks import CheckFailed, _quietly, call, check_earlier, check_returns, check_shape, cmp, cmp_known_mistakes
 
 
 # ---------------------------------------------------------------- positional encoding
@@ -136,32 +141,16 @@ def confirm_numerical_gradient(numerical_gradient, where):
         raise CheckFailed(f"Your numerical_gradient raised {type(exc).__name__}: {exc}. Fix it first ({where}).") from None
     right = 3 * c * x ** 2 + c * h ** 2
     if not isinstance(got, np.ndarray) or got.shape != x.shape or not np.allclose(got, right, rtol=1e-6, atol=1e-8):
-        raise CheckFailed("This check uses your numerical_gradient, and it does not give central differences "
-                          f"on a known example (f(y) = Σ c·y³). Fix numerical_gradient first ({where}).")
+        failed = CheckFailed("This check uses your numerical_gradient, and it does not give central differences "
+                             f"on a known example (f(y) = Σ c·y³). Fix numerical_gradient first ({where}).")
+        failed.names_the_function = True
+        raise failed
     print("✓ your numerical_gradient gives central differences on a known example; now it checks your backward")
-
-
-def check_returns(fn, value, names, float64=()):
-    """``value`` is the tuple ``names`` that ``fn`` must return (a list would not do: the hidden tests
-    ask for a tuple too), and the outputs named in ``float64`` are float64 arrays."""
-    what = getattr(fn, "__name__", "this function")
-    if not isinstance(value, tuple) or len(value) != len(names):
-        got = (f"a {type(value).__name__} of {len(value)} values" if isinstance(value, (list, tuple))
-               else type(value).__name__)
-        raise CheckFailed(f"{what} should return a tuple ({', '.join(names)}), but it returned {got}: "
-                          f"return {', '.join(names)} (Python makes that a tuple).")
-    for name, item in zip(names, value):
-        if name in float64 and (not isinstance(item, np.ndarray) or item.dtype != np.float64):
-            kind = f"dtype {item.dtype}" if isinstance(item, np.ndarray) else type(item).__name__
-            raise CheckFailed(f"{what}'s {name} should be a float64 array, but it is {kind}: the course works "
-                              "in float64 throughout.")
-    print(f"✓ {what} returns ({', '.join(names)})")
-    return value
 
 
 def check_calls(fn, required, *args, **kwargs):
     """Call ``fn`` and count its calls of the earlier functions it is asked to build on
-    (``required``: ``{name: at least how many}``), as the hidden tests do."""
+    (``required``: ``{name: at least how many}``), as the hidden tests do, in their words."""
     space = getattr(fn, "__globals__", {})
     saved = {name: space.get(name) for name in required}
     counts = dict.fromkeys(required, 0)
@@ -179,50 +168,31 @@ def check_calls(fn, required, *args, **kwargs):
         result = call(fn, *args, **kwargs)
     finally:
         space.update(saved)
-    times = {0: "not at all", 1: "once", 2: "twice"}
-    missing = [name for name, least in required.items() if counts[name] < least]
-    if missing:
-        wanted = " and ".join(f"{name} ({'at least ' if least > 1 else ''}{times.get(least, f'{least} times')})"
-                              for name, least in required.items())
-        made = ", ".join(f"{name} {times.get(counts[name], f'{counts[name]} times')}" for name in missing)
-        raise CheckFailed(f"{getattr(fn, '__name__', 'this function')} should call your {wanted}; it called "
-                          f"{made}. Build it from them: the hidden tests ask for the same calls.")
+    problem = forms.calls_problem(getattr(fn, "__name__", "this function"), required, counts)
+    if problem:
+        raise CheckFailed(problem)
     print(f"✓ {getattr(fn, '__name__', 'this function')} calls your "
           + " and ".join(f"{name} ({counts[name]}×)" for name in required))
     return result
 
 
-def confirm(name, fn, args, expected, where, atol=1e-9):
-    """Before a check relies on your earlier function ``name``, confirm it on a known answer; if it
-    is wrong, say so and where its own check is, rather than blaming the function checked now."""
-    try:
-        got = _quietly(fn, *args)
-    except NotImplementedError:
-        raise CheckFailed(f"This check uses your {name}, which is not written yet ({where}).") from None
-    except Exception as exc:
-        raise CheckFailed(f"This check uses your {name}, and it raised {type(exc).__name__}: {exc}. "
-                          f"Fix {name} first ({where}).") from None
-    pairs = list(zip(got, expected)) if isinstance(expected, tuple) else [(got, expected)]
-    if isinstance(expected, tuple) and not (isinstance(got, tuple) and len(got) == len(expected)):
-        pairs = [(None, None)]
-    for ours, right in pairs:
-        ours = np.asarray(ours) if ours is not None else None
-        if ours is None or ours.shape != np.shape(right) or ours.dtype.kind not in "biuf" or \
-                not np.allclose(ours, right, rtol=0, atol=atol):
-            raise CheckFailed(f"This check uses your {name}, and it is wrong on a known example. Fix {name} "
-                              f"first ({where}); then run this cell again.")
-    print(f"✓ your {name}, which this check uses, gives the known answer on an example")
-
-
-def mha_loop(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
-    """Multi-head attention of one sequence, one head at a time (lesson 06's loop), ``(O, A)``."""
+def mha_loop(X, W_Q, W_K, W_V, W_O, n_heads, mask=None, scale_width=None):
+    """Multi-head attention one sequence and one head at a time (lesson 06's loop), ``(O, A)``;
+    leading batch axes of ``X`` (and of ``mask``) are looped over too. ``scale_width``: divide the
+    scores by √scale_width instead of √d_h (a mistake's attention)."""
     X = np.asarray(X, dtype=float)
+    if X.ndim > 2:
+        T = X.shape[-2]
+        masks = None if mask is None else np.broadcast_to(np.asarray(mask, dtype=bool), X.shape[:-2] + (T, T))
+        parts = [mha_loop(X[i], W_Q, W_K, W_V, W_O, n_heads, None if masks is None else masks[i], scale_width)
+                 for i in range(X.shape[0])]
+        return np.stack([o for o, _ in parts]), np.stack([a for _, a in parts])
     d_h = np.shape(W_Q)[1] // n_heads
     outs, maps = [], []
     for i in range(n_heads):
         cols = slice(i * d_h, (i + 1) * d_h)
         Q, K, V = (X @ np.asarray(W, dtype=float)[:, cols] for W in (W_Q, W_K, W_V))
-        s = Q @ K.T / np.sqrt(d_h)
+        s = Q @ K.T / np.sqrt(scale_width or d_h)
         if mask is not None:
             s = np.where(mask, s, -np.inf)
         w = np.exp(s - s.max(axis=-1, keepdims=True))
@@ -230,6 +200,18 @@ def mha_loop(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
         outs.append(w @ V)
         maps.append(w)
     return np.concatenate(outs, axis=-1) @ np.asarray(W_O, dtype=float), np.stack(maps)
+
+
+def split_heads_expected(X, n_heads):
+    """Lesson 06's split: head ``i`` holds columns ``i*d_h:(i+1)*d_h``, ``(..., h, T, d_h)``."""
+    X = np.asarray(X, dtype=float)
+    return np.stack(np.split(X, n_heads, axis=-1), axis=-3)
+
+
+def merge_heads_expected(H):
+    """Lesson 06's merge, the inverse of the split: ``(..., h, T, d_h)`` to ``(..., T, h·d_h)``."""
+    H = np.asarray(H, dtype=float)
+    return np.concatenate([H[..., i, :, :] for i in range(H.shape[-3])], axis=-1)
 
 
 # ---------------------------------------------------------------- the block
@@ -247,17 +229,30 @@ def example_block(seed=9, d=6, n_heads=2, d_hidden=10):
             "W_2": g.normal(size=(d_hidden, d)) / np.sqrt(d_hidden), "b_2": 0.3 * g.normal(size=d)}
 
 
-def block_outputs(x, p, mask, layer_norm, multi_head_attention):
-    """``(y, A)`` of a pre-norm block and ``[(what was done, y)]`` of its usual wrong versions, built
-    from your (already checked) ``layer_norm`` and ``multi_head_attention``."""
-    f = {k: (np.asarray(v, dtype=float) if k != "n_heads" else int(v)) for k, v in p.items()}
-    x = np.asarray(x, dtype=float)
+def _floats(p):
+    return {k: (np.asarray(v, dtype=float) if k != "n_heads" else int(v)) for k, v in p.items()}
+
+
+def block_expected(x, p, mask, scale_width=None):
+    """``(y, A)`` of the pre-norm block the lesson defines, from its formulas."""
+    f, x = _floats(p), np.asarray(x, dtype=float)
+    h = layer_norm_expected(x, f["ln1_gamma"], f["ln1_beta"])
+    a, A = mha_loop(h, f["W_Q"], f["W_K"], f["W_V"], f["W_O"], f["n_heads"], mask, scale_width)
+    x1 = x + a
+    h2 = layer_norm_expected(x1, f["ln2_gamma"], f["ln2_beta"])
+    return x1 + np.maximum(h2 @ f["W_1"] + f["b_1"], 0.0) @ f["W_2"] + f["b_2"], A
+
+
+def block_outputs(x, p, mask):
+    """``(y, A)`` of a pre-norm block and ``[(what was done, y)]`` of its usual wrong versions,
+    computed from the lesson's formulas."""
+    f, x = _floats(p), np.asarray(x, dtype=float)
 
     def ln(z, which):
-        return _quietly(layer_norm, z, f[f"{which}_gamma"], f[f"{which}_beta"])
+        return layer_norm_expected(z, f[f"{which}_gamma"], f[f"{which}_beta"])
 
     def mha(z, m):
-        return _quietly(multi_head_attention, z, f["W_Q"], f["W_K"], f["W_V"], f["W_O"], f["n_heads"], m)
+        return mha_loop(z, f["W_Q"], f["W_K"], f["W_V"], f["W_O"], f["n_heads"], m)
 
     def mlp(z, relu=True, after=False):
         u = z @ f["W_1"] + f["b_1"]
@@ -317,11 +312,14 @@ def sampling_probabilities(logits, temperature, top_k, *, after_softmax=False, t
     return p
 
 
+#: (what was done, the flags of ``sampling_probabilities``); mistakes that draw from the same
+#: distribution share one explanation, since no count of draws can tell them apart.
+_TEMPERATURE_UNUSED = ("the temperature never reaches the logits (dividing the probabilities after the softmax and "
+                       "renormalising changes nothing, as if it were left out): divide the logits by it before the softmax")
 SAMPLING_MISTAKES = (
-    ("the temperature divides the probabilities after the softmax (renormalised, that changes nothing); "
-     "divide the logits before it", dict(after_softmax=True)),
+    (_TEMPERATURE_UNUSED, dict(after_softmax=True)),
+    (_TEMPERATURE_UNUSED, dict(ignore_temperature=True)),
     ("the temperature multiplies the logits; divide them by it", dict(times=True)),
-    ("the temperature is not used", dict(ignore_temperature=True)),
     ("top-k keeps exactly k tokens (argsort), dropping one that ties with the k-th largest logit: keep "
      "every token whose logit is at least the k-th largest", dict(exact_k=True)),
     ("top-k keeps exactly k tokens (argsort), dropping one that ties with the k-th largest logit: keep "
@@ -342,16 +340,33 @@ def _fit(counts, p, n, sigmas=5.0):
     return t
 
 
+def sampling_mistakes_that_fit(counts, logits, temperature, top_k, n, fits):
+    """The explanations of the catalogued sampling mistakes whose distribution ``counts`` fit
+    (``fits(counts, q, n)`` is true) although it differs from the right one."""
+    p = sampling_probabilities(logits, temperature, top_k)
+    return {explanation for explanation, how in SAMPLING_MISTAKES
+            if not np.allclose(q := sampling_probabilities(logits, temperature, top_k, **how), p, atol=1e-3)
+            and fits(counts, q, n)}
+
+
+def check_token(value, function="sample_next"):
+    """``value`` is one token id, an int, as the hidden tests require (in their words)."""
+    problem = forms.token_problem(function, value)
+    if problem:
+        raise CheckFailed(problem)
+    print(f"✓ {function} returned the int {value}")
+
+
 def check_sampler(name, sample_next, logits, temperature, top_k, n=4000, seed=0):
     """Draw ``n`` tokens with ``sample_next`` (twice, from the same seed) and test the counts against
-    the distribution it should follow; name a mistake only when the counts fit that mistake."""
+    the distribution it should follow; name a mistake only when the counts fit that mistake's
+    distribution and no other's."""
     from .small_gpt import draw_samples
 
     logits = np.asarray(logits, dtype=float)
-    first = call(sample_next, logits, temperature, top_k, np.random.default_rng(seed))
-    if isinstance(first, (bool, np.bool_)) or not isinstance(first, (int, np.integer)):
-        raise CheckFailed(f"{name}: sample_next should return one token id, an int (int(...)), but it returned "
-                          f"{type(first).__name__}{' of shape ' + str(first.shape) if isinstance(first, np.ndarray) else ''}.")
+    problem = forms.token_problem("sample_next", call(sample_next, logits, temperature, top_k, np.random.default_rng(seed)))
+    if problem:
+        raise CheckFailed(f"{name}: {problem}")
     draws = _quietly(draw_samples, sample_next, logits, temperature, top_k, seed, n)
     V = len(logits)
     if draws.min() < 0 or draws.max() >= V:
@@ -367,10 +382,9 @@ def check_sampler(name, sample_next, logits, temperature, top_k, n=4000, seed=0)
         print(f"✓ {name}: the shares of {n} draws ({shares}) fit the probabilities "
               f"({' '.join(f'{q:.3f}' for q in p)})")
         return counts
-    for explanation, how in SAMPLING_MISTAKES:
-        q = sampling_probabilities(logits, temperature, top_k, **how)
-        if not np.allclose(q, p, atol=0.02) and _fit(counts, q, n) is None:
-            raise CheckFailed(f"{name}: your draws are exactly what you get when {explanation}.")
+    named = sampling_mistakes_that_fit(counts, logits, temperature, top_k, n, lambda c, q, k: _fit(c, q, k) is None)
+    if len(named) == 1:
+        raise CheckFailed(f"{name}: your draws are exactly what you get when {named.pop()}.")
     raise CheckFailed(f"{name}: token {worst} came up {counts[worst]} times in {n} draws; with probability "
                       f"{p[worst]:.3f} it should come up about {n * p[worst]:.0f} times. Divide the logits by the "
                       "temperature, cut to the top k (ties kept), then softmax and draw with rng.")
@@ -378,65 +392,104 @@ def check_sampler(name, sample_next, logits, temperature, top_k, n=4000, seed=0)
 
 # ---------------------------------------------------------------- generation
 
-def full_pass(params, tokens, transformer_block, layer_norm, positional_encoding, *, shift=0, no_pe=False,
-              pe_after=False, unmasked_prefix=0):
-    """The logits of the last position of a full causal pass over ``tokens``, built from your (checked)
-    functions; the flags give the passes that common cached-generation mistakes amount to."""
+def tokens_problem(tokens, prompt, n_new):
+    """Why ``tokens`` is not the prompt followed by ``n_new`` new token ids in an integer array, or None
+    (the visible check and the hidden test say it alike)."""
+    P = len(prompt)
+    if not isinstance(tokens, np.ndarray) or tokens.dtype.kind not in "iu" or tokens.shape != (P + n_new,):
+        return (f"tokens should be an integer array of shape ({P + n_new},): the prompt's {P} tokens then the "
+                f"{n_new} new ones; yours is {forms.describe(tokens)}.")
+    if not np.array_equal(tokens[:P], prompt):
+        return "tokens should start with the prompt, unchanged."
+    return None
+
+
+def passing_on_problem(draws, n_new):
+    """Why the calls of ``sample_next`` a ``generate`` made do not draw each of its ``n_new`` new
+    tokens with one call that passes on the temperature, top_k and rng it was given, or None.
+    ``draws``: one ``(same temperature, same top_k, the rng given, in the state the previous
+    draw left it)`` triple of booleans per call (the visible check and the hidden test say it alike)."""
+    if len(draws) != n_new:
+        return (f"generate should draw each of its {n_new} new tokens with one call of sample_next, but it called "
+                f"sample_next {forms._times(len(draws))}.")
+    for i, (temperature, top_k, rng) in enumerate(draws):
+        what = ("temperature" if not temperature else "top_k" if not top_k else
+                "rng (or something else drew from it first)" if not rng else None)
+        if what:
+            return (f"new token {i} was drawn by sample_next with another {what} than the one generate was given: "
+                    "pass on the temperature, top_k and rng you were given, and draw from the rng nothing else.")
+    return None
+
+
+def full_pass(params, tokens, *, shift=0, no_pe=False, pe_after=False, unmasked_prefix=0, scale_width=None):
+    """The logits of the last position of a full causal pass over ``tokens``, from the lesson's
+    formulas; the flags give the passes that common cached-generation mistakes amount to (the
+    first ``unmasked_prefix`` tokens reading each other without the mask, say)."""
     tokens = np.asarray(tokens)
     T = len(tokens)
     wte = np.asarray(params["wte"], dtype=float)
     positions = np.arange(T)
     positions[-1] += shift
-    pe = _quietly(positional_encoding, int(positions.max()) + 1, wte.shape[1])[np.maximum(positions, 0)]
+    pe = sinusoids(int(positions.max()) + 1, wte.shape[1])[np.maximum(positions, 0)]
     x = wte[tokens] + (0.0 if (no_pe or pe_after) else pe)
     mask = np.tril(np.ones((T, T), dtype=bool))
     mask[:unmasked_prefix, :unmasked_prefix] = True
     for block in params["blocks"]:
-        x, _ = _quietly(transformer_block, x, block, mask)
+        width = None
+        if scale_width == "d_model":
+            width = wte.shape[1] // int(block["n_heads"])
+        x, _ = block_expected(x, block, mask, scale_width=width)
     if pe_after:
         x = x + pe
-    return _quietly(layer_norm, x, params["ln_f_gamma"], params["ln_f_beta"])[-1] @ np.asarray(params["W_out"], float)
+    return layer_norm_expected(x, params["ln_f_gamma"], params["ln_f_beta"])[-1] @ np.asarray(params["W_out"], float)
 
 
-def check_generation(generate, params, prompt, n_new, transformer_block, layer_norm, positional_encoding,
-                     sample_next, temperature=1.0, top_k=None, seed=0):
-    """Generate, then compare each step's logits with a full causal pass over the tokens before it, and
-    the tokens with what ``sample_next`` draws from those logits with the same seed."""
-    tokens, logits = check_returns(generate, call(generate, params, prompt, n_new, temperature, top_k,
-                                                  np.random.default_rng(seed)), ("tokens", "logits"))
+#: The cached-generation mistakes ``check_generation`` recognises: (what was done, flags of ``full_pass``).
+GENERATION_MISTAKES = (
+    ("the prompt goes through the blocks without the causal mask: its cached keys and values then carry what "
+     "later prompt tokens said (attention to the future)", dict(unmasked_prefix="prompt")),
+    ("the new token gets the position encoding of the position before it (off by one)", dict(shift=-1)),
+    ("the new token gets the position encoding of the position after it (off by one)", dict(shift=1)),
+    ("no position encoding is added to the tokens", dict(no_pe=True)),
+    ("the position encoding is added after the blocks instead of to the embeddings", dict(pe_after=True)),
+    ("the scores are divided by √(d / n_heads) instead of √d_h, the width of one head (W_Q.shape[1] // n_heads)",
+     dict(scale_width="d_model")),
+)
+
+
+def check_generation(generate, params, prompt, n_new, sample_next, temperature=1.0, top_k=None, seed=0):
+    """Generate, then compare each step's logits with a full causal pass over the tokens before it
+    (the lesson's formulas), and the tokens with what your ``sample_next`` (already confirmed)
+    draws from those logits with the same seed."""
+    prompt = np.asarray(prompt)
+    given = np.random.default_rng(seed)
+    with _recording_draws(generate, sample_next, given) as draws:
+        result = call(generate, params, prompt, n_new, temperature, top_k, given)
+    tokens, logits = check_returns("generate", result, ("tokens", "logits"))
+    problem = tokens_problem(tokens, prompt, n_new)
+    if problem:
+        raise CheckFailed(problem)
     P, V = len(prompt), np.shape(params["wte"])[0]
-    if not isinstance(tokens, np.ndarray) or tokens.shape != (P + n_new,) or tokens.dtype.kind not in "iu":
-        raise CheckFailed(f"tokens should be an integer array of shape ({P + n_new},) (the prompt, then the new "
-                          f"tokens), got {getattr(tokens, 'shape', type(tokens).__name__)}.")
-    if not np.array_equal(tokens[:P], prompt):
-        raise CheckFailed("tokens should start with the prompt, unchanged.")
-    if not isinstance(logits, np.ndarray) or logits.shape != (n_new, V):
-        raise CheckFailed(f"logits should have shape ({n_new}, {V}): one row per new token, got "
-                          f"{getattr(logits, 'shape', type(logits).__name__)}.")
-    if logits.dtype != np.float64:
-        raise CheckFailed(f"logits should be float64, but they are {logits.dtype}: the course works in float64.")
-    pieces = (transformer_block, layer_norm, positional_encoding)
+    check_shape("logits (one row per new token)", logits, (n_new, V))
     for i in range(n_new):
         prefix = tokens[:P + i]
-        right = full_pass(params, prefix, *pieces)
+        right = full_pass(params, prefix)
         if np.allclose(logits[i], right, rtol=1e-7, atol=1e-9):
             continue
         where = ("the prompt's own step (the logits of the first new token)" if i == 0 else f"new token {i}")
-        variants = [("the prompt goes through the blocks without the causal mask: its cached keys and values "
-                     "then carry what later prompt tokens said (attention to the future)",
-                     dict(unmasked_prefix=P)),
-                    ("the new token gets the position encoding of the position before it (off by one)", dict(shift=-1)),
-                    ("the new token gets the position encoding of the position after it (off by one)", dict(shift=1)),
-                    ("no position encoding is added to the tokens", dict(no_pe=True)),
-                    ("the position encoding is added after the blocks instead of to the embeddings",
-                     dict(pe_after=True))]
-        for explanation, how in variants:
-            if np.allclose(logits[i], full_pass(params, prefix, *pieces, **how), rtol=1e-7, atol=1e-9):
-                raise CheckFailed(f"the logits of {where} are exactly what you get when {explanation}.")
+        named = {explanation for explanation, how in GENERATION_MISTAKES
+                 if not np.allclose(wrong := full_pass(params, prefix, **{
+                     k: (P if v == "prompt" else v) for k, v in how.items()}), right, rtol=1e-7, atol=1e-9)
+                 and np.allclose(logits[i], wrong, rtol=1e-7, atol=1e-9)}
+        if len(named) == 1:
+            raise CheckFailed(f"the logits of {where} are exactly what you get when {named.pop()}.")
         cmp(f"the logits of {where} against a full causal pass over the {P + i} tokens before it", logits[i], right,
             atol=1e-9, hint="Each step must give exactly what running the whole sequence through the model gives: "
             "the new token at its own position, reading every cached key and value and its own.")
     print(f"✓ the logits of all {n_new} new tokens equal a full causal pass over the tokens before each")
+    problem = passing_on_problem([(t == temperature, k == top_k, r) for t, k, r in draws], n_new)
+    if problem:
+        raise CheckFailed(problem)
     replay = np.random.default_rng(seed)
     drawn = [_quietly(sample_next, logits[i], temperature, top_k, replay) for i in range(n_new)]
     if not np.array_equal(tokens[P:], drawn):
@@ -445,6 +498,111 @@ def check_generation(generate, params, prompt, n_new, transformer_block, layer_n
                           "temperature, top_k, rng), passing on the temperature, top_k and rng you were given.")
     print(f"✓ the new tokens are those sample_next draws (temperature {temperature}, top_k = {top_k})")
     return tokens, logits
+
+
+class _recording_draws:
+    """While ``generate`` runs, its ``sample_next`` records ``(temperature, top_k, whether rng is the
+    Generator given, in the state the previous draw left)`` for each call."""
+
+    def __init__(self, generate, sample_next, given):
+        self.space, self.sample_next, self.given = getattr(generate, "__globals__", {}), sample_next, given
+        self.draws, self.saved = [], None
+
+    def __enter__(self):
+        import inspect
+
+        state = [self.given.bit_generator.state]
+        inner = self.sample_next
+
+        def recorded(*args, **kwargs):
+            try:
+                bound = inspect.signature(inner).bind(*args, **kwargs).arguments
+                temperature, top_k, rng = (bound.get(name) for name in ("temperature", "top_k", "rng"))
+            except (TypeError, ValueError):
+                temperature = top_k = rng = None
+            chained = rng is self.given and rng.bit_generator.state == state[0]
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                if rng is self.given:
+                    state[0] = rng.bit_generator.state
+                self.draws.append((temperature, top_k, chained))
+
+        self.saved = self.space.get("sample_next")
+        if self.saved is not None:
+            self.space["sample_next"] = recorded
+        return self.draws
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            self.space["sample_next"] = self.saved
+        return False
+
+
+def _sampler_examples(sample_next):
+    """Known answers of ``sample_next`` that hold whatever way it draws: top_k = 1 gives the largest
+    logit, a token id is an int, and two Generators made from one seed give the same token."""
+    def argmax(z):
+        def problem(got):
+            wrong = forms.token_problem("sample_next", got)
+            if wrong:
+                return "it" + wrong.split("sample_next", 1)[1].rstrip(".")
+            return None if got == int(np.argmax(z)) else "with top_k = 1 it did not return the token with the largest logit"
+        return problem
+
+    def reproducible(z, temperature, seed):
+        def problem(got):
+            again = _quietly(sample_next, z, temperature, None, np.random.default_rng(seed))
+            return None if got == again else ("two Generators made from the same seed gave different tokens: it must "
+                                              "draw with the rng it is given, not with np.random")
+        return problem
+
+    g = np.random.default_rng(17)
+    examples = []
+    for _ in range(2):
+        z = g.normal(size=12)
+        examples.append(((z, 1.0, 1, np.random.default_rng(0)), argmax(z)))
+    for seed in range(4):
+        z = 0.1 * g.normal(size=40)                                 # nearly flat: a draw is hard to repeat by luck
+        examples.append(((z, 1.0, None, np.random.default_rng(seed)), reproducible(z, 1.0, seed)))
+    return examples
+
+
+def generate_earlier_examples(sample_next=None):
+    """``{name: (examples, where its own check is)}`` for ``checks.check_earlier``: each function
+    of this lesson and of lesson 06 that a ``generate`` may call, on the shapes the checks of
+    ``generate`` hand it (widths 6, 8 and 64; one token or a prompt; 2 or 64 heads)."""
+    g = np.random.default_rng(23)
+    block = example_block(seed=24, d=8, n_heads=2, d_hidden=16)
+    x5, causal5 = g.normal(size=(5, 8)), np.tril(np.ones((5, 5), dtype=bool))
+    gamma8, beta8, gamma64, beta64 = (1 + 0.3 * g.normal(size=8), g.normal(size=8), 1 + 0.3 * g.normal(size=64),
+                                      g.normal(size=64))
+    rows = [g.normal(size=shape) for shape in ((8,), (1, 8), (11, 8), (64,), (1, 64))]
+    splits = [(g.normal(size=shape), n) for shape, n in (((1, 8), 2), ((11, 8), 2), ((1, 6), 2), ((1, 64), 64))]
+    W = [block[w] for w in ("W_Q", "W_K", "W_V", "W_O")]
+    found = {
+        "positional_encoding": ([((T, d), sinusoids(T, d)) for T, d in ((1, 8), (12, 8), (50, 64))],
+                                "the cell after Exercise 1"),
+        "layer_norm": ([((x, gamma8, beta8) if x.shape[-1] == 8 else (x, gamma64, beta64),
+                         layer_norm_expected(x, *((gamma8, beta8) if x.shape[-1] == 8 else (gamma64, beta64))))
+                        for x in rows], "the cell after Exercise 2"),
+        "split_heads": ([((X, n), split_heads_expected(X, n)) for X, n in splits], "section 4"),
+        "merge_heads": ([((split_heads_expected(X, n),), np.asarray(X, dtype=float)) for X, n in splits], "section 4"),
+        "multi_head_attention": ([((x5, *W, 2, causal5), mha_loop(x5, *W, 2, causal5))], "section 4"),
+        "transformer_block": ([((x5, block, causal5), block_expected(x5, block, causal5))], "the cell after Exercise 4"),
+    }
+    if sample_next is not None:
+        found["sample_next"] = (_sampler_examples(sample_next), "the cell after Exercise 5")
+    return found
+
+
+def check_generate_pieces(generate, pieces):
+    """Before judging ``generate``: each earlier function it calls (``pieces``: ``{name: your
+    function}``) gives the known answers on the inputs the checks below hand it."""
+    known = generate_earlier_examples(pieces.get("sample_next"))
+    for name, fn in pieces.items():
+        examples, where = known[name]
+        check_earlier(generate, fn, examples, where=where)
 
 
 def check_cache_memory(generate, params, prompt, steps=(12, 24, 48)):

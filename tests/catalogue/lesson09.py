@@ -4,10 +4,15 @@ transformer_block, sample_next, generate).
 Entries may use ``np`` and what the notebook defines before them: the earlier lessons' functions
 pasted in section 4 (``numerical_gradient``, ``split_heads``, ``merge_heads``,
 ``multi_head_attention``) and this lesson's earlier exercises.
+
+``REQUIREMENTS`` lists the requirements each exercise states, with the hidden case that tests
+each one and an entry that breaks it (tests/test_requirements.py).
 """
+from catalogue import MEASUREMENTS
 
 
-def _cached_generate(embed_pe=True, pe_after=False, temperature="temperature", next_position="len(tokens) - 1"):
+def _cached_generate(embed_pe=True, pe_after=False, temperature="temperature", next_position="len(tokens) - 1",
+                     scale="np.sqrt(q.shape[-1])"):
     """A generate with a KV cache, one token at a time, with one step done as a learner might."""
     return f'''
 def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
@@ -24,7 +29,7 @@ def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
             Ks.append(k)
             Vs.append(v)
             K, V = np.concatenate(Ks, axis=-2), np.concatenate(Vs, axis=-2)
-            s = q @ np.swapaxes(K, -1, -2) / np.sqrt(q.shape[-1])
+            s = q @ np.swapaxes(K, -1, -2) / {scale}
             w = np.exp(s - s.max(axis=-1, keepdims=True))
             x = x + merge_heads((w / w.sum(axis=-1, keepdims=True)) @ V)[0] @ block["W_O"]
             h2 = layer_norm(x, block["ln2_gamma"], block["ln2_beta"])
@@ -138,6 +143,14 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     var = x.var(axis=-1, keepdims=True)
     return gamma * (x - mu) / np.sqrt(var + 1e-5) + beta
 ''',
+        # Statistics over axis 1: right for a matrix, wrong for a batch, an error for one row.
+        "axis_one_not_last": '''
+def layer_norm(x, gamma, beta, eps=1e-5):
+    x = np.asarray(x, dtype=float)
+    mu = x.mean(axis=1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=1, keepdims=True)
+    return gamma * (x - mu) / np.sqrt(var + eps) + beta
+''',
     },
     "layer_norm_backward": {
         "no_path_through_variance": '''
@@ -200,6 +213,17 @@ def layer_norm_backward(dy, x, gamma, eps=1e-5):
     dx = (dx_hat - dx_hat.mean(axis=-1, keepdims=True) - x_hat * (dx_hat * x_hat).mean(axis=-1, keepdims=True)) / s
     rows = tuple(range(dy.ndim - 1))
     return dx, (dy * x).sum(axis=rows), dy.sum(axis=rows)
+''',
+        "eps_fixed_at_default": '''
+def layer_norm_backward(dy, x, gamma, eps=1e-5):
+    dy, x = np.asarray(dy, dtype=float), np.asarray(x, dtype=float)
+    mu = x.mean(axis=-1, keepdims=True)
+    s = np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)
+    x_hat = (x - mu) / s
+    dx_hat = dy * gamma
+    dx = (dx_hat - dx_hat.mean(axis=-1, keepdims=True) - x_hat * (dx_hat * x_hat).mean(axis=-1, keepdims=True)) / s
+    rows = tuple(range(dy.ndim - 1))
+    return dx, (dy * x_hat).sum(axis=rows), dy.sum(axis=rows)
 ''',
     },
     "transformer_block": {
@@ -419,6 +443,8 @@ def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
 ''',
         # The temperature given is not passed on to sample_next.
         "temperature_not_passed_on": _cached_generate(temperature="1.0"),
+        # The head width taken as d // n_heads, which holds only when W_Q has d columns.
+        "head_width_from_d_model": _cached_generate(scale="np.sqrt(d // n)"),
     },
 }
 
@@ -442,6 +468,7 @@ DIAGNOSES = {
         "variance_from_mean_of_squares": ("mean(x²) − mean(x)²",),
         "gamma_beta_swapped": ("swapped",),
         "ignores_eps_argument": ("eps passed in is not used",),
+        "axis_one_not_last": ("so any leading axes work",),
     },
     "layer_norm_backward": {
         "no_path_through_variance": ("path through the variance",),
@@ -450,6 +477,7 @@ DIAGNOSES = {
         "gamma_not_summed_over_rows": ("summed over the batch",),
         "forgets_gamma_in_dx": ("dx̂ = γ ⊙ dy",),
         "dgamma_times_raw_x": ("by x instead",),
+        "eps_fixed_at_default": ("use the eps you are given",),
     },
     "transformer_block": {
         "post_norm": ("post-norm",),
@@ -477,8 +505,78 @@ DIAGNOSES = {
         "prompt_without_causal_mask": ("without the causal mask",),
         "positions_added_after_the_blocks": ("after the blocks",),
         "reruns_everything_each_step": ("square of the length",),
-        "temperature_not_passed_on": ("passing on the temperature",),
+        "temperature_not_passed_on": ("another temperature",),
+        "head_width_from_d_model": ("√(d / n_heads)",),
     },
+}
+
+_PE_EVEN, _PE_ODD = "an even width d (4 to 8) and T from 4 to 8", "an odd width d (5 to 11)"
+_LN_FIRST = "x of shape (5, d)"
+_LNB_FIRST = "x and dy of shape (5, d)"
+_BLOCK_FIRST = "x of shape (6, d), 2 heads of width 3, d_hidden = 10, a causal mask"
+_GEN_FIRST = "2 layers, 2 heads, d = 8: a prompt of 4 tokens, 6 new tokens, temperature 1"
+
+REQUIREMENTS = {
+    "positional_encoding": [
+        ("for positions $t = 0, \\dots, T-1$", _PE_EVEN, "positions_from_one"),
+        ("$\\omega = 10000^{-2\\lfloor j/2 \\rfloor / d}$", _PE_EVEN, "exponent_without_minus"),
+        ("a sine when $j$ is even and a\ncosine when $j$ is odd", _PE_EVEN, "sin_cos_swapped"),
+        ("so a sine and the cosine beside it share one frequency", _PE_EVEN, "frequency_per_column"),
+        ("An odd $d$ ends\nwith a lone sine column", _PE_ODD, "pairs_lose_the_odd_column"),
+    ],
+    "layer_norm": [
+        ("$\\mu$ and $\\sigma^2$ are taken over the last axis", _LN_FIRST, "normalises_columns"),
+        ("it goes **inside** the square root", _LN_FIRST, "eps_outside_sqrt"),
+        ("keeps a\nconstant row from dividing 0 by 0", _LN_FIRST, "no_eps"),
+        ("The variance divides\nby $d$ (not $d - 1$)", _LN_FIRST, "unbiased_variance"),
+        ("it is computed from the deviations $x_j - \\mu$", "rows of x (3, d) with a common offset of 1e6 and spread 1 "
+         "(subtract the mean before squaring)", "variance_from_mean_of_squares"),
+        ("`layer_norm(x, gamma, beta, eps=1e-5)`", "x of shape (4, d) with eps = 0.1 (the place of eps matters)",
+         "ignores_eps_argument"),
+        ("`x` has shape `(..., d)` (any number of leading axes)", "one row x of shape (d,)", "axis_one_not_last"),
+    ],
+    "layer_norm_backward": [
+        ("summed over every leading axis", _LNB_FIRST, "gamma_not_summed_over_rows"),
+        ("start from $d\\hat x = \\gamma \\odot dy$", _LNB_FIRST, "forgets_gamma_in_dx"),
+        ("d\\gamma = \\sum_{\\text{rows}} dy \\odot \\hat x", _LNB_FIRST, "dgamma_times_raw_x"),
+        ("through the mean $\\mu$ (every entry of the row moves it) and through $s$", _LNB_FIRST,
+         "statistics_as_constants"),
+        ("`layer_norm_backward(dy, x, gamma, eps=1e-5)`", "x of shape (4, d) with eps = 0.5", "eps_fixed_at_default"),
+    ],
+    "transformer_block": [
+        ("The layer norms sit **before** each sub-layer", _BLOCK_FIRST, "post_norm"),
+        ("The sums $x + \\dots$ are the **residual connections**", _BLOCK_FIRST, "no_residual_around_attention"),
+        ("two layers with a ReLU between them", _BLOCK_FIRST, "no_relu"),
+        ("a sub-layer reads a normalised copy of the stream", _BLOCK_FIRST, "mlp_reads_unnormalised_stream"),
+        ("`mask` a boolean mask for the attention", _BLOCK_FIRST, "mask_not_passed"),
+        ("Call your `layer_norm` for both layer norms", _BLOCK_FIRST, "layer_norm_inlined"),
+    ],
+    "sample_next": [
+        ("Divide the logits by the temperature", "temperature 0.5 (sharper)", "temperature_multiplies"),
+        ("It divides the *logits*", "temperature 0.5 (sharper)", "temperature_after_softmax"),
+        ("keep only the $k$ characters with the largest logits", "top_k = 2, temperature 1.5", "top_k_off_by_one"),
+        ("cut to the\ntop $k$ (ties kept)",
+         "logits whose 3rd and 4th largest tie, top_k = 3 (every token tied with the 3rd is kept)",
+         "top_k_keeps_exactly_k"),
+        ("draw **one** index with\nthe generator you are given", "temperature 1, no top-k", "global_random_state"),
+        ("Return it as a Python `int`", "temperature 1, no top-k", "returns_an_array"),
+        ("Logits of size $10^4$ must work",
+         "logits of size ±1e4, temperature 1.5 (exp of them overflows unless the max is subtracted)",
+         "softmax_without_max"),
+    ],
+    "generate": [
+        ("never rerun the tokens already processed", MEASUREMENTS, "reruns_everything_each_step"),
+        ("Positions count from 0 at the first prompt\ntoken", _GEN_FIRST, "position_off_by_one"),
+        ("The prompt is fed in the same way, one\ntoken at a time, to fill the caches", _GEN_FIRST,
+         "prompt_without_causal_mask"),
+        ("the\ntoken at position $t$ adds `positional_encoding(...)[t]`", _GEN_FIRST, "positions_added_after_the_blocks"),
+        ("Draw each new token with **one** call of your `sample_next(logits, temperature, top_k,\nrng)`",
+         "3 layers, 3 heads, d = 6: a prompt of 5 tokens, 5 new tokens, temperature 0.7, top_k = 3",
+         "temperature_not_passed_on"),
+        ("the heads' total width is `W_Q.shape[1]`, which need not be $d$",
+         "1 layer, 1 head of width 5 (not d = 7): a prompt of 3 tokens, 7 new tokens, temperature 1.8",
+         "head_width_from_d_model"),
+    ],
 }
 
 CORRECT = {

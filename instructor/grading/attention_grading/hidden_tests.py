@@ -12,6 +12,7 @@ drives it); ``run_locally`` serves the same conversation in-process (the instruc
 grading: ``hidden.check``).
 """
 import asyncio
+import inspect
 import itertools
 import json
 import time
@@ -128,6 +129,7 @@ class Conversation:
         self.completed = set(completed)
         self.results, self.next_batch, self.requests = [], 0, 0
         self.stand_ins = {}          # {batch index: {name: requests}}: the stand-ins each batch asked for
+        self.stand_in_calls = {}     # {batch index: [(name, {parameter: what it was given})]}: what they were given
         self.started = self.finished = False
 
     @property
@@ -181,14 +183,46 @@ class Conversation:
             return {"error": f"the grader does not compute {key} on these inputs: {problem}"}
         before = [a.copy() if isinstance(a, np.ndarray) else
                   kernel_probe.generator_state(a) if isinstance(a, np.random.Generator) else None for a in args]
+        given = _given(function, args, kwargs) if op == "substitute" else None
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
                 value = function(*args, **kwargs)
         except Exception as exc:
             return {"error": f"{key} raised {type(exc).__name__}: {exc}"[:300]}
+        finally:
+            if given is not None:
+                self.stand_in_calls.setdefault(self.next_batch - 1, []).append((str(key), _after(given)))
         after = [kernel_probe.encode(a) if b is not None and _changed(a, b) else None for a, b in zip(args, before)]
         return {"value": kernel_probe.encode(value), "after": after}
+
+
+def _given(function, args, kwargs):
+    """What a stand-in call was given, by parameter name, without the numbers: an array's shape,
+    a Generator's state before the call (``_after`` adds its state after it), scalars as they
+    are, the type of anything else."""
+    try:
+        bound = dict(inspect.signature(function).bind(*args, **kwargs).arguments)
+    except (TypeError, ValueError):
+        bound = {**{str(k): v for k, v in enumerate(args)}, **kwargs}
+
+    def summary(value):
+        if isinstance(value, np.ndarray):
+            return {"shape": value.shape}
+        if isinstance(value, np.random.Generator):
+            return {"generator": value, "before": kernel_probe.generator_state(value)}
+        if value is None or isinstance(value, (bool, int, float, str, np.number)):
+            return value
+        return {"type": type(value).__name__}
+    return {name: summary(value) for name, value in bound.items()}
+
+
+def _after(given):
+    """``_given``'s record once the call is over: each Generator's state after it, the object itself let go."""
+    for value in given.values():
+        if isinstance(value, dict) and "generator" in value:
+            value["after"] = kernel_probe.generator_state(value.pop("generator"))
+    return given
 
 
 def _changed(value, before):
@@ -305,7 +339,8 @@ def run_locally(spec, reference, namespace, g, completed=()):
 
 def decide(spec, reference, cases, conversation, stopped=None):
     """The verdict, from the results gathered (and how the test stopped, if it stopped early)."""
-    results = [dict(batch[0], stand_ins=conversation.stand_ins.get(index, {}))
+    results = [dict(batch[0], stand_ins=conversation.stand_ins.get(index, {}),
+                    stand_in_calls=conversation.stand_in_calls.get(index, []))
                for index, batch in enumerate(conversation.results[:len(cases)])]
     if stopped is not None:
         index = min(stopped.index, len(cases) - 1)

@@ -9,7 +9,8 @@ import inspect
 import warnings
 
 import numpy as np
-from attention_course.forms import array_problem, describe, returns_problem  # noqa: F401 (describe: for the specs)
+from attention_course.forms import (array_problem, calls_problem, describe,  # noqa: F401 (describe, token_problem: for the specs)
+                                    returns_problem, token_problem)
 
 from . import kernel_probe
 from .results import MUTATED, PASSED, RAISED, WRONG, Verdict
@@ -78,6 +79,19 @@ def _learner_value(spec, result):
         return None
 
 
+def _reproduces(spec, R, bug, case, mine):
+    """Does ``bug`` give the learner's (adapted) value ``mine`` on ``case``?"""
+    if bug.matches is not None:
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                return bool(bug.matches(R, case, mine))
+        except Exception:
+            return False
+    buggy = _bug_output(spec, R, bug, case)
+    return not isinstance(buggy, Exception) and compare_outputs(spec, mine, buggy, equal_nan=True) is None
+
+
 def likely_bug(spec, R, case, mine, others=()):
     """The explanation of the catalogued bug that reproduces the learner's output, or None.
 
@@ -85,11 +99,7 @@ def likely_bug(spec, R, case, mine, others=()):
     ``case`` and on every other case in ``others`` (``(case, result)`` pairs) where the learner
     returned something, and no other bug does the same (two causes that give the same numbers
     cannot be told apart, so neither is named)."""
-    candidates = []
-    for bug in spec.bugs:
-        buggy = _bug_output(spec, R, bug, case)
-        if not isinstance(buggy, Exception) and compare_outputs(spec, mine, buggy, equal_nan=True) is None:
-            candidates.append(bug)
+    candidates = [bug for bug in spec.bugs if _reproduces(spec, R, bug, case, mine)]
     for other, result in others:
         if len(candidates) < 2:
             break
@@ -97,10 +107,8 @@ def likely_bug(spec, R, case, mine, others=()):
         if theirs is None:
             continue
         other = plain_case(other)
-        candidates = [bug for bug in candidates
-                      if not isinstance(buggy := _bug_output(spec, R, bug, other), Exception)
-                      and compare_outputs(spec, theirs, buggy, equal_nan=True) is None]
-    return candidates[0].explanation if len(candidates) == 1 else None
+        candidates = [bug for bug in candidates if _reproduces(spec, R, bug, other, theirs)]
+    return candidates[0].explanation if len({bug.explanation for bug in candidates}) == 1 else None
 
 
 def expected_output(spec, R, case):
@@ -158,14 +166,11 @@ def judge_case(spec, R, case, result, others=()):
         if hint and hint not in problem:
             message += f" This is exactly what happens when {hint}."
         return WRONG, message, hint
-    asked = result.get("stand_ins") or {}
-    missing = {name: count for name, count in spec.calls_required.items() if asked.get(name, 0) < count}
-    if missing:
-        wanted = " and ".join(f"{name} ({'at least ' if count > 1 else ''}{_times(count)})"
-                              for name, count in spec.calls_required.items())
-        made = ", ".join(f"{name} {_times(asked.get(name, 0))}" for name in missing)
-        return WRONG, (f"On {case.label}, your {spec.name} gives the right values, but the exercise asks it to "
-                       f"call your {wanted}; it called {made}."), None
+    problem = calls_problem(spec.name, spec.calls_required, result.get("stand_ins") or {})
+    if problem is None and spec.judge_stand_ins is not None:
+        problem = spec.judge_stand_ins(R, case, result.get("stand_in_calls") or [])
+    if problem:
+        return WRONG, f"On {case.label}: the values are right, but {problem}", None
     for position, (before, after) in enumerate(zip(digests, result.get("after") or [])):
         if before is not None and after != before:
             return MUTATED, (f"On {case.label}, your {spec.name} changed its argument "
@@ -174,10 +179,6 @@ def judge_case(spec, R, case, result, others=()):
     if spec.warnings_fail is not None and result.get("warnings"):
         return WRONG, spec.warnings_fail(case.label, result["warnings"][0]), None
     return None
-
-
-def _times(count):
-    return {0: "not at all", 1: "once", 2: "twice"}.get(count, f"{count} times")
 
 
 def judge(spec, R, cases, results, extra_results=None, extra_calls=()):

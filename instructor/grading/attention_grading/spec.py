@@ -60,9 +60,13 @@ class Bug:
     """A mistake learners really make, as a function of (reference module, *args, **kwargs).
 
     When a wrong answer equals this bug's output on the failing case, the diagnosis says so.
+    Where equality is not the test (draws that fit a distribution, a result judged by its own
+    ``compare``), ``matches(R, case, learner's value)`` says whether the mistake reproduces the
+    learner's answer on ``case``, and ``output`` may be left out.
     """
     explanation: str
-    output: Callable[..., Any]
+    output: Optional[Callable[..., Any]] = None
+    matches: Optional[Callable[..., bool]] = None
 
 
 class Mismatch(Exception):
@@ -105,6 +109,11 @@ class Spec:
     # says "build it from your layer_norm" holds the answer to it (an answer that inlines the earlier
     # function also escapes the stand-in that protects it from that function's mistakes).
     calls_required: dict = field(default_factory=dict)
+    # (R, case, the stand-in calls the case made: [(name, {parameter: what it was given})]) -> why
+    # they break what the exercise asks ("pass on the temperature you were given"), or None;
+    # judged once the values are right. What it was given: an array's shape, a Generator's state
+    # before and after the call, a scalar as it was.
+    judge_stand_ins: Optional[Callable[..., Optional[str]]] = None
     # The learner's functions whose namespaces the substitution must reach besides the notebook's.
     learner_functions: tuple = ()
     # Each case may take this many times the grader's time for one call (a training run, say).

@@ -2,14 +2,17 @@
 ``transformer_block``, ``sample_next`` and ``generate``.
 
 The catalogued mistakes are computed from the same definitions as the visible checks
-(``attention_course.gpt_checks``), so both name a mistake alike. Everything is drawn from the
-generator each test is given: sizes, widths (odd ones included),
-head counts, models, prompts, seeds. Two tests go beyond comparing one output:
+(``attention_course.gpt_checks``), so both name a mistake alike, and only when the evidence
+singles it out (``judge.likely_bug``); a wrong form is told in the visible checks' words
+(``attention_course.forms``). Everything is drawn from the generator each test is given: sizes,
+widths (odd ones included), models, prompts, seeds; a case's label describes it without its
+numbers. Two tests go beyond comparing one output:
 
 - ``sample_next`` draws at random, so a case asks the learner package's ``draw_samples`` to
   call it a few thousand times with a seeded Generator, twice with the same seed; the judge tests
-  the counts against the reference distribution (and against each catalogued mistake's, to name
-  it), and the two runs against each other (the draws must come from the ``rng`` given);
+  the counts against the reference distribution (a catalogued mistake is named when the counts
+  fit its distribution and no other's), and the two runs against each other (the draws must come
+  from the ``rng`` given);
 - ``generate`` gets a Generator too (it crosses the wire by its state); ``sample_next`` is lent,
   so the tokens it draws are determined by the logits it is handed: they and the logits must be
   those of the reference, which recomputes the whole causal pass. Extra calls measure its peak
@@ -22,7 +25,8 @@ import numpy as np
 
 from attention_course import gpt_checks as mistake
 
-from ..judge import compare_arrays, describe
+from .. import kernel_probe
+from ..judge import compare_arrays, describe, returns_problem, token_problem
 from ..spec import Bug, Call, Case, Learner, Library, Spec, register
 
 LENT = ("multi_head_attention", "split_heads", "merge_heads")
@@ -40,14 +44,13 @@ def positional_encoding_cases(g):
     def size(low, high):
         return int(g.integers(low, high))
 
-    odd = 2 * size(2, 6) + 1
     return [
-        Case(f"T = {(T := size(4, 9))}, d = {(d := 2 * size(2, 5))} (even)", (T, d)),
-        Case(f"an odd width: T = {(T2 := size(3, 8))}, d = {odd}", (T2, odd)),
-        Case(f"a long sequence: T = {(T3 := size(60, 130))}, d = {(d3 := 2 * size(4, 9))}", (T3, d3)),
+        Case("an even width d (4 to 8) and T from 4 to 8", (size(4, 9), 2 * size(2, 5))),
+        Case("an odd width d (5 to 11)", (size(3, 8), 2 * size(2, 6) + 1)),
+        Case("a long sequence (T from 60 to 129)", (size(60, 130), 2 * size(4, 9))),
         Case("d = 1 (one sine column)", (size(3, 7), 1)),
-        Case(f"T = 1, d = {(d5 := size(3, 12))}", (1, d5)),
-        Case(f"T = {(T6 := size(9, 20))}, d = {(d6 := 2 * size(1, 3) + 1)} (odd, small)", (T6, d6)),
+        Case("T = 1", (1, size(3, 12))),
+        Case("a small odd width (d = 3 or 5)", (size(9, 20), 2 * size(1, 3) + 1)),
         Case("T and d given as numpy integers", (np.int64(size(5, 9)), np.int64(2 * size(2, 4)))),
     ]
 
@@ -84,15 +87,15 @@ def layer_norm_cases(g):
     constant = _ln_inputs(g, (4, d))
     constant[0][2] = float(g.normal())                    # a row with no spread at all
     return [
-        Case(f"x of shape (5, {d})", _ln_inputs(g, (5, d))),
-        Case(f"one row x of shape ({d + 2},)", _ln_inputs(g, (d + 2,))),
-        Case(f"a batch x of shape (2, 3, {d})", _ln_inputs(g, (2, 3, d), spread=3.0)),
-        Case(f"x of shape (4, {d}) with eps = 0.1 (the place of eps matters)",
+        Case("x of shape (5, d)", _ln_inputs(g, (5, d))),
+        Case("one row x of shape (d,)", _ln_inputs(g, (d + 2,))),
+        Case("a batch x of shape (2, 3, d)", _ln_inputs(g, (2, 3, d), spread=3.0)),
+        Case("x of shape (4, d) with eps = 0.1 (the place of eps matters)",
              _ln_inputs(g, (4, d), spread=0.5), {"eps": 0.1}),
-        Case(f"x of shape (4, {d}) where row 2 is constant (variance 0)", constant),
-        Case(f"rows of x (3, {d}) with a common offset of 1e6 and spread 1 (subtract the mean before squaring)",
+        Case("x of shape (4, d) where row 2 is constant (variance 0)", constant),
+        Case("rows of x (3, d) with a common offset of 1e6 and spread 1 (subtract the mean before squaring)",
              _ln_inputs(g, (3, d), offset=1e6)),
-        Case(f"rows of x (3, {d}) with a tiny spread (1e-3) and eps = 1e-3", _ln_inputs(g, (3, d), spread=1e-3),
+        Case("rows of x (3, d) with a tiny spread (1e-3) and eps = 1e-3", _ln_inputs(g, (3, d), spread=1e-3),
              {"eps": 1e-3}),
         Case("integer x of shape (3, 4) with integer gamma and beta",
              (g.integers(-5, 6, size=(3, 4)), g.integers(1, 3, size=4), g.integers(-2, 3, size=4))),
@@ -136,10 +139,10 @@ def layer_norm_backward_cases(g):
 
     d = int(g.integers(3, 8))
     return [
-        Case(f"x and dy of shape (5, {d})", inputs((5, d))),
-        Case(f"one row of {d + 1} entries", inputs((d + 1,))),
-        Case(f"a batch of shape (3, 4, {d}): dgamma and dbeta sum over both leading axes", inputs((3, 4, d))),
-        Case(f"x of shape (4, {d}) with eps = 0.5", inputs((4, d), spread=0.7), {"eps": 0.5}),
+        Case("x and dy of shape (5, d)", inputs((5, d))),
+        Case("one row of d entries", inputs((d + 1,))),
+        Case("a batch of shape (3, 4, d): dgamma and dbeta sum over both leading axes", inputs((3, 4, d))),
+        Case("x of shape (4, d) with eps = 0.5", inputs((4, d), spread=0.7), {"eps": 0.5}),
         Case("two batch dimensions (2, 3, 2, 5)", inputs((2, 3, 2, 5), spread=4.0)),
         Case("integer dy, x and gamma of shape (3, 4)",
              (g.integers(-3, 4, size=(3, 4)), g.integers(-4, 5, size=(3, 4)), g.integers(1, 3, size=4))),
@@ -165,6 +168,8 @@ register(Spec(
         Bug("dgamma and dbeta are not summed over the leading axes (one per row is returned)",
             _lnb_bug(reduce=False)),
         Bug("dgamma multiplies dy by x instead of by the normalised x̂", _lnb_bug(gamma_times_x=True)),
+        Bug("the eps passed in is not used (1e-5 every time)",
+            lambda R, dy, x, gamma, eps=1e-5: mistake.layer_norm_backward_variant(dy, x, gamma, 1e-5)),
     ),
 ))
 
@@ -194,7 +199,7 @@ def transformer_block_cases(g):
     per_sentence = g.random((2, 5, 5)) < 0.7
     per_sentence[:, :, 0] = True
     return [
-        Case(f"x of shape (6, {d}), 2 heads of width 3, d_hidden = 10, a causal mask",
+        Case("x of shape (6, d), 2 heads of width 3, d_hidden = 10, a causal mask",
              (3.0 * g.normal(size=(6, d)), block_params(g, d, 2, 3, 10), causal(6))),
         Case("x of shape (5, 8), 4 heads of width 2, d_hidden = 32, no mask",
              (g.normal(size=(5, 8)), block_params(g, 8, 4, 2, 32), None)),
@@ -293,14 +298,14 @@ def sample_next_cases(g):
     seed = lambda: int(g.integers(0, 2**31))           # noqa: E731
     sampler = Learner("sample_next")
     return [
-        Case(f"{V} logits, temperature 1, no top-k", (sampler, logits(V), 1.0, None, seed(), DRAWS)),
-        Case(f"{V} logits, temperature 0.5 (sharper)", (sampler, logits(V), 0.5, None, seed(), DRAWS)),
-        Case(f"{V} logits, temperature 2.5 (flatter)", (sampler, logits(V), 2.5, None, seed(), DRAWS)),
-        Case(f"{V} logits, top_k = 2, temperature 1.5", (sampler, logits(V), 1.5, 2, seed(), DRAWS)),
-        Case(f"{V} logits whose 3rd and 4th largest tie, top_k = 3 (every token tied with the 3rd is kept)",
+        Case("temperature 1, no top-k", (sampler, logits(V), 1.0, None, seed(), DRAWS)),
+        Case("temperature 0.5 (sharper)", (sampler, logits(V), 0.5, None, seed(), DRAWS)),
+        Case("temperature 2.5 (flatter)", (sampler, logits(V), 2.5, None, seed(), DRAWS)),
+        Case("top_k = 2, temperature 1.5", (sampler, logits(V), 1.5, 2, seed(), DRAWS)),
+        Case("logits whose 3rd and 4th largest tie, top_k = 3 (every token tied with the 3rd is kept)",
              (sampler, tied, 1.0, 3, seed(), DRAWS)),
-        Case(f"top_k = {V + 3}, more than the {V} tokens (nothing is cut)", (sampler, logits(V), 1.0, V + 3, seed(), DRAWS)),
-        Case(f"{V} logits of size ±1e4, temperature 1.5 (exp of them overflows unless the max is subtracted)",
+        Case("top_k larger than the vocabulary (nothing is cut)", (sampler, logits(V), 1.0, V + 3, seed(), DRAWS)),
+        Case("logits of size ±1e4, temperature 1.5 (exp of them overflows unless the max is subtracted)",
              (sampler, huge, 1.5, None, seed(), DRAWS)),
     ]
 
@@ -332,16 +337,23 @@ def _judge_samples(R, case, mine):
         return ("Two runs with Generators made from the same seed drew different tokens: your sample_next "
                 "must draw its randomness from the rng it is given (rng.choice, rng.random), not from "
                 "np.random's global state.", "the draws do not come from the rng argument")
-    counts = np.bincount(mine[0], minlength=V)
-    why = _fits(counts, R.next_token_probabilities(logits, temperature, top_k), n)
-    if why is None:
-        return None
-    for explanation, how in mistake.SAMPLING_MISTAKES:
+    why = _fits(np.bincount(mine[0], minlength=V), R.next_token_probabilities(logits, temperature, top_k), n)
+    return None if why is None else f"Your draws do not follow softmax(logits / temperature) over the top-k: {why}."
+
+
+def _draws_fit(how):
+    """Do the learner's draws on a case fit the distribution of the sampling mistake ``how`` (one
+    that differs from the right distribution there)?"""
+    def matches(R, case, mine):
+        _, logits, temperature, top_k, _, n = case.args
+        if not isinstance(mine, np.ndarray) or mine.shape != (2, n) or mine.dtype.kind not in "iu" or \
+                mine.min() < 0 or mine.max() >= np.shape(logits)[-1]:
+            return False
         q = mistake.sampling_probabilities(logits, temperature, top_k, **how)
-        if not np.allclose(q, R.next_token_probabilities(logits, temperature, top_k), atol=1e-3) \
-                and _fits(counts, q, n) is None:
-            return f"Your draws do not follow softmax(logits / temperature) over the top-k: {why}.", explanation
-    return f"Your draws do not follow softmax(logits / temperature) over the top-k: {why}."
+        if np.allclose(q, R.next_token_probabilities(logits, temperature, top_k), atol=1e-3):
+            return False                      # this case cannot tell the mistake apart
+        return _fits(np.bincount(mine[0], minlength=np.shape(logits)[-1]), q, n) is None
+    return matches
 
 
 def sample_return_calls(g):
@@ -360,9 +372,9 @@ def judge_sample_returns(R, calls, results):
         if "raised" in result:
             return f"Called directly with top_k = {call.args[2]}, your sample_next raised {result['raised']}"
         value = result.get("value")
-        if isinstance(value, bool) or not isinstance(value, int):
-            return (f"sample_next should return one token id as an int (int(...)), but it returned "
-                    f"{describe(value)}.")
+        problem = token_problem("sample_next", value)
+        if problem:
+            return problem
         if call.args[2] == 1 and value != int(np.argmax(call.args[0])):
             return "With top_k = 1 your sample_next did not return the token with the largest logit."
     return None
@@ -377,6 +389,9 @@ register(Spec(
     extra_calls=sample_return_calls,
     judge_extra=judge_sample_returns,
     time_factor=2.0,
+    # A catalogued mistake fits draws that another may fit too (at temperature 1, dividing the
+    # probabilities by it changes nothing): the judge names one only when no other fits.
+    bugs=tuple(Bug(explanation, matches=_draws_fit(how)) for explanation, how in mistake.SAMPLING_MISTAKES),
 ))
 
 
@@ -403,13 +418,13 @@ def generate_cases(g):
         return g.integers(0, V, size=n)
 
     return [
-        Case(f"2 layers, 2 heads, d = 8, V = {V}: a prompt of 4 tokens, 6 new tokens, temperature 1",
+        Case("2 layers, 2 heads, d = 8: a prompt of 4 tokens, 6 new tokens, temperature 1",
              (two, prompt(4), 6), {"temperature": 1.0, "top_k": None, "rng": _rng(g)}),
         Case("the same model, a prompt of 1 token, 8 new tokens, top_k = 1 (greedy)",
              (two, prompt(1), 8), {"temperature": 1.0, "top_k": 1, "rng": _rng(g)}),
         Case("3 layers, 3 heads, d = 6: a prompt of 5 tokens, 5 new tokens, temperature 0.7, top_k = 3",
              (three, prompt(5), 5), {"temperature": 0.7, "top_k": 3, "rng": _rng(g)}),
-        Case("1 layer, 1 head, d = 7: a prompt of 3 tokens, 7 new tokens, temperature 1.8",
+        Case("1 layer, 1 head of width 5 (not d = 7): a prompt of 3 tokens, 7 new tokens, temperature 1.8",
              (one, prompt(3), 7), {"temperature": 1.8, "top_k": None, "rng": _rng(g)}),
         Case("2 layers: a prompt of 6 tokens, 1 new token (the prompt alone fills the cache)",
              (two, prompt(6), 1), {"temperature": 1.0, "top_k": None, "rng": _rng(g)}),
@@ -417,7 +432,8 @@ def generate_cases(g):
 
 
 def _generate_variant(R, params, prompt, n_new, temperature=1.0, top_k=None, rng=None, *, pe_shift=0,
-                      pe_after=False, prefill_unmasked=False, no_pe=False, drop_last_cache=False):
+                      pe_after=False, prefill_unmasked=False, no_pe=False, drop_last_cache=False,
+                      scale_from_d=False):
     """The reference's generation with one step done the wrong way (for naming mistakes)."""
     G = _gpt(R)
     rng = copy.deepcopy(rng)
@@ -453,6 +469,8 @@ def _generate_variant(R, params, prompt, n_new, temperature=1.0, top_k=None, rng
             m = None
             if causal:
                 m = np.tril(np.ones((T, k.shape[-2]), dtype=bool), k=k.shape[-2] - T)
+            if scale_from_d:                  # scores divided by √(d // n) instead of √d_h
+                q = q * np.sqrt(q.shape[-1]) / np.sqrt(d // n)
             out, _ = R.scaled_dot_product_attention(q, k, v, m)
             x1 = x + R.merge_heads(out) @ p["W_O"]
             h2 = G.layer_norm(x1, p["ln2_gamma"], p["ln2_beta"])
@@ -481,7 +499,27 @@ GENERATE_MISTAKES = (
     ("the prompt is run through the blocks without the causal mask, so the cached keys and values of "
      "earlier prompt tokens have read later ones (attention to future keys)", dict(prefill_unmasked=True)),
     ("each step drops the last cached key and value before appending the new ones", dict(drop_last_cache=True)),
+    ("the scores are divided by √(d / n_heads) instead of √d_h, the width of one head (W_Q.shape[1] // n_heads)",
+     dict(scale_from_d=True)),
 )
+
+
+def _same_logits(how):
+    """Does the generation mistake ``how`` give the learner's logits (float64) on a case where it
+    differs from the reference?"""
+    def matches(R, case, mine):
+        params, prompt, n_new = case.args
+        kwargs = dict(case.kwargs)
+        rng = kwargs.pop("rng")
+        logits = mine[1] if isinstance(mine, tuple) and len(mine) == 2 else None
+        if not isinstance(logits, np.ndarray) or logits.dtype != np.float64:
+            return False
+        _, bug_logits = _generate_variant(R, params, prompt, n_new, rng=rng, **kwargs, **how)
+        _, right = R.generate(params, prompt, n_new, rng=copy.deepcopy(rng), **kwargs)
+        if bug_logits.shape == right.shape and np.allclose(bug_logits, right, rtol=1e-6, atol=1e-8):
+            return False                      # this case cannot tell the mistake apart
+        return logits.shape == bug_logits.shape and np.allclose(logits, bug_logits, rtol=1e-6, atol=1e-8)
+    return matches
 
 
 def _judge_generate(R, case, mine):
@@ -490,14 +528,13 @@ def _judge_generate(R, case, mine):
     rng = kwargs.pop("rng")
     V = np.shape(params["wte"])[0]
     P = len(prompt)
-    if not isinstance(mine, tuple) or len(mine) != 2:
-        return f"generate should return (tokens, logits), but it returned {describe(mine)}."
+    problem = returns_problem("generate", mine, ("tokens", "logits"))
+    if problem:
+        return problem
     tokens, logits = mine
-    if not isinstance(tokens, np.ndarray) or tokens.dtype.kind not in "iu" or tokens.shape != (P + n_new,):
-        return (f"tokens should be an integer array of shape ({P + n_new},): the prompt's {P} tokens "
-                f"then the {n_new} new ones; yours is {describe(tokens)}.")
-    if not np.array_equal(tokens[:P], prompt):
-        return "tokens should start with the prompt, unchanged."
+    problem = mistake.tokens_problem(tokens, prompt, n_new)
+    if problem:
+        return problem
     expected_tokens, expected_logits = R.generate(params, prompt, n_new, rng=copy.deepcopy(rng), **kwargs)
     problem = compare_arrays("Your `logits`", logits, expected_logits, GENERATE_SPEC) \
         if not isinstance(logits, np.ndarray) or logits.shape != expected_logits.shape or \
@@ -514,10 +551,6 @@ def _judge_generate(R, case, mine):
                    f"tokens before it (the prompt and the tokens drawn so far)" +
                    (": the prompt's own step is already wrong." if first == 0 else
                     ", although the earlier ones agree.") + f" {problem}")
-        for explanation, how in GENERATE_MISTAKES:
-            _, bug_logits = _generate_variant(R, params, prompt, n_new, rng=rng, **kwargs, **how)
-            if logits.shape == bug_logits.shape and np.allclose(logits, bug_logits, rtol=1e-6, atol=1e-8):
-                return problem, explanation
         return problem
     if not np.array_equal(tokens, expected_tokens):
         step = int(np.argmax(tokens != expected_tokens)) - P
@@ -527,6 +560,23 @@ def _judge_generate(R, case, mine):
                 "the temperature, top_k or rng given to generate is not passed on to sample_next (or sample_next "
                 "is not called exactly once per new token)")
     return None
+
+
+def judge_passing_on(R, case, calls):
+    """Each new token drawn by one call of sample_next given the case's temperature, top_k and rng
+    (the state the previous draw left it in), as the grader saw the stand-in's calls."""
+    state = kernel_probe.generator_state(case.kwargs["rng"])
+    draws = []
+    for name, given in calls:
+        if name != "sample_next":
+            continue
+        rng = given.get("rng")
+        chained = isinstance(rng, dict) and rng.get("before") == state
+        if isinstance(rng, dict) and "after" in rng:
+            state = rng["after"]
+        draws.append((given.get("temperature") == case.kwargs["temperature"], given.get("top_k") == case.kwargs["top_k"],
+                      chained))
+    return mistake.passing_on_problem(draws, int(case.args[2]))
 
 
 #: Peak-memory lengths (new tokens after a 2-token prompt) of the cache check, each measured twice
@@ -580,6 +630,8 @@ GENERATE_SPEC = Spec(
     compare=_judge_generate,
     substitutes=("positional_encoding", "layer_norm", "transformer_block", "sample_next"),
     lent=LENT,
+    bugs=tuple(Bug(explanation, matches=_same_logits(how)) for explanation, how in GENERATE_MISTAKES),
+    judge_stand_ins=judge_passing_on,
     extra_calls=generate_memory_calls,
     judge_extra=judge_generate_memory,
     time_factor=3.0,
