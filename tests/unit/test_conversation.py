@@ -2,6 +2,7 @@
 (``kernel_probe.encode``/``decode``: JSON with base64 arrays, never pickle), the grader's side
 (``hidden_tests.Conversation``: calls handed out a case at a time, stand-ins answered within
 limits) and the kernel's side (``kernel_probe.serve``), run against each other in-process."""
+import copy
 import json
 
 import numpy as np
@@ -300,3 +301,50 @@ def test_a_stand_in_the_exercise_requires_must_be_asked_for():
     assert run_locally(spec, Reference, honest, np.random.default_rng(0)).passed
     verdict = run_locally(spec, Reference, inlined, np.random.default_rng(0))
     assert not verdict.passed and "call your inner (once); it called inner not at all" in verdict.message
+
+
+def test_the_grader_judges_what_each_stand_in_call_was_given():
+    """``Spec.judge_stand_ins`` sees every stand-in call the grader answered during a case: an
+    array's shape, a scalar as it was, a Generator's state before and after the call; a right
+    value that breaks how the exercise asks to call it fails, and no figure comes from the kernel."""
+    class Drawing:
+        @staticmethod
+        def draw(x, scale, rng):
+            return scale * float(np.sum(x)) + 0.0 * rng.random()      # draws, but its value does not show it
+
+        @staticmethod
+        def twice(x, rng):
+            rng = copy.deepcopy(rng)               # the case's generator stays as the kernel got it
+            return np.array([Drawing.draw(x, 2.0, rng), Drawing.draw(x[:2], 2.0, rng)])
+
+    rng = np.random.default_rng(5)
+    seen = []
+
+    def judge_calls(R, case, calls):
+        seen.append(calls)
+        state = kernel_probe.generator_state(case.args[1])
+        for name, given in calls:
+            if given["scale"] != 2.0:
+                return "the scale given was not passed on"
+            if given["rng"]["before"] != state:
+                return "the rng given was not passed on"
+            state = given["rng"]["after"]
+        return None
+
+    spec = Spec(name="twice", cases=lambda g: [Case("a vector and a generator", (np.ones(3), rng))],
+                lent=("draw",), judge_stand_ins=judge_calls)
+    honest = {"draw": None, "np": np}
+    exec("def twice(x, rng):\n    return np.array([draw(x, 2.0, rng), draw(x[:2], 2.0, rng)])\n", honest)
+    assert run_locally(spec, Drawing, honest, None).passed
+    (first, second), = seen
+    assert first[0] == "draw" and first[1]["x"] == {"shape": (3,)} and second[1]["x"] == {"shape": (2,)}
+    assert first[1]["rng"]["after"] == second[1]["rng"]["before"] != first[1]["rng"]["before"]
+    rescaled = {"draw": None, "np": np}           # the same value, but not the call the exercise asks for
+    exec("def twice(x, rng):\n    return np.array([2 * draw(x, 1.0, rng), draw(x[:2], 2.0, rng)])\n", rescaled)
+    verdict = run_locally(spec, Drawing, rescaled, None)
+    assert not verdict.passed and verdict.message.endswith("the values are right, but the scale given was not passed on")
+    copied = {"draw": None, "np": np}             # the second draw from a generator of its own
+    exec("def twice(x, rng):\n    return np.array([draw(x, 2.0, rng), draw(x[:2], 2.0, np.random.default_rng(1))])\n",
+         copied)
+    verdict = run_locally(spec, Drawing, copied, None)
+    assert not verdict.passed and verdict.message.endswith("the rng given was not passed on")

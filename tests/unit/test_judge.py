@@ -146,3 +146,23 @@ def test_a_mistake_is_named_only_when_the_evidence_singles_it_out(cases):
     # Judged on the vector alone, either could be the cause: neither is named.
     alone = judge.judge(spec, Reference, cases[1:], one_row[1:])
     assert not alone.passed and alone.diagnosis is None and "This is exactly" not in alone.message
+
+
+def test_a_mistake_judged_by_a_predicate_is_named_by_the_same_rule(cases):
+    """``Bug.matches`` (a mistake that cannot be compared by equality, such as draws that fit a
+    distribution) names a mistake only when it alone reproduces the answer, and never on a case
+    where the mistake gives the right answer."""
+    def near(factor):
+        return lambda R, case, mine: np.allclose(mine, factor * np.asarray(case.args[0]), rtol=0.01)
+
+    spec = Spec(name="double", cases=double_cases, outputs=("twice",),
+                bugs=(Bug("it triples", matches=near(3.0)), Bug("it doubles", matches=near(2.0))))
+    verdict = judge.judge(spec, Reference, cases, results_of(lambda x: 3.0 * x, cases))
+    assert verdict.diagnosis == "it triples" and "This is exactly what happens when it triples" in verdict.message
+    alike = Spec(name="double", cases=double_cases, outputs=("twice",),
+                 bugs=(Bug("it triples", matches=near(3.0)), Bug("it multiplies by three", matches=near(3.0))))
+    verdict = judge.judge(alike, Reference, cases, results_of(lambda x: 3.0 * x, cases))
+    assert not verdict.passed and verdict.diagnosis is None and "This is exactly" not in verdict.message
+    broken = Spec(name="double", cases=double_cases, outputs=("twice",),
+                  bugs=(Bug("it triples", matches=lambda R, case, mine: 1 / 0),))
+    assert judge.judge(broken, Reference, cases, results_of(lambda x: 3.0 * x, cases)).diagnosis is None
