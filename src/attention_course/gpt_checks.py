@@ -12,7 +12,7 @@ definitions, and say a wrong form in the same words (``attention_course.forms``)
 import numpy as np
 
 from . import forms
-from .checks import CheckFailed, _quietly, call, check_earlier, check_returns, check_shape, cmp, cmp_known_mistakes
+from .checks import CheckFailed, _quietly, call, check_earlier, check_returns, check_shape, cmp
 
 
 # ---------------------------------------------------------------- positional encoding

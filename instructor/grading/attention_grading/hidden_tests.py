@@ -12,6 +12,7 @@ drives it); ``run_locally`` serves the same conversation in-process (the instruc
 grading: ``hidden.check``).
 """
 import asyncio
+import functools
 import inspect
 import itertools
 import json
@@ -197,12 +198,17 @@ class Conversation:
         return {"value": kernel_probe.encode(value), "after": after}
 
 
+@functools.lru_cache(maxsize=None)
+def _signature(function):
+    return inspect.signature(function)
+
+
 def _given(function, args, kwargs):
     """What a stand-in call was given, by parameter name, without the numbers: an array's shape,
     a Generator's state before the call (``_after`` adds its state after it), scalars as they
     are, the type of anything else."""
     try:
-        bound = dict(inspect.signature(function).bind(*args, **kwargs).arguments)
+        bound = dict(_signature(function).bind(*args, **kwargs).arguments)
     except (TypeError, ValueError):
         bound = {**{str(k): v for k, v in enumerate(args)}, **kwargs}
 
