@@ -13,10 +13,10 @@ TEST_ARGS ?=
 
 .PHONY: lab test system-packages release grade formgrader clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[instructor]'
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[instructor]'
 	@touch $@
 
 ## lab: set up the environment and open JupyterLab on the lessons (notebooks/)
