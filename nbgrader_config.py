@@ -36,6 +36,9 @@ c.CourseDirectory.solution_directory = "solutions"
 c.CourseDirectory.submitted_directory = "submitted"
 c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
+# The grader's own files beside an autograded notebook (scores, notes, what its feedback page was
+# made from) are never copied into feedback/: a learner receives the page only.
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "grading-*.json"]
 # SQLite by default; a PostgreSQL URL (postgresql+psycopg2://...) for several graders.
 c.CourseDirectory.db_url = os.environ.get(
     "ATTENTION_GRADEBOOK_URL", f"sqlite:///{COURSE_ROOT / 'gradebook.db'}"
@@ -104,3 +107,15 @@ c.GenerateFeedback.preprocessors = [
 # grading (templates/attention_feedback); set on GenerateFeedback only, so the formgrader keeps
 # its own pages.
 c.GenerateFeedback.exporter_class = "attention_grading.feedback.FeedbackExporter"
+
+# Late submissions: each lesson's due date is nbgrader's own (`nbgrader db assignment add <lesson>
+# --duedate "2026-11-01 17:00:00 UTC"`, or the formgrader's Manage Assignments), extensions are
+# nbgrader's (Gradebook.grant_extension). `make grade` applies the penalty as `nbgrader autograde`
+# does, with nbgrader's AssignLatePenalties and this plugin: "none" (the default) or "zero", or
+# set c.AssignLatePenalties.plugin_class to a LateSubmissionPlugin of your own.
+c.LateSubmissionPlugin.penalty_method = "none"
+
+# `nbgrader export` and `make grade` write the same grades.csv and grades-by-learner.csv (the file
+# for a learning-management system): the gradebook's final scores, names from the roster
+# (`nbgrader db student import roster.csv`), why a submission could not be graded.
+c.ExportApp.plugin_class = "attention_grading.export.CourseGradesExport"
