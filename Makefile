@@ -11,7 +11,7 @@ ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 LAB_ARGS ?=
 TEST_ARGS ?=
 
-.PHONY: lab test system-packages release grade formgrader clean
+.PHONY: lab test system-packages release grade feedback formgrader clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
@@ -38,6 +38,10 @@ release: $(STAMP)
 ## grade: autograde submitted/ (here, or on a Dask cluster: GRADE_ARGS="--scheduler tcp://HOST:8786"), write feedback/, grades.csv and grades-by-learner.csv, print a table per student
 grade: $(STAMP)
 	PYTHONPATH=$(abspath instructor/grading) $(PYTHON) -m attention_grading.grade $(GRADE_ARGS)
+
+## feedback: render again the feedback pages whose grades, comments or late penalties changed (after manual grading)
+feedback: $(STAMP)
+	PYTHONPATH=$(abspath instructor/grading) $(PYTHON) -m attention_grading.grade --feedback-only $(GRADE_ARGS)
 
 ## formgrader: JupyterLab at the course root, for instructors (Nbgrader menu → Formgrader)
 formgrader: $(STAMP)

@@ -67,6 +67,7 @@ class GradeRun:
     feedback_failures: list = field(default_factory=list)  # (student, lesson, why)
     feedback_written: int = 0                             # pages written now
     feedback_current: int = 0                             # pages already made from today's grades
+    pages: set = field(default_factory=set)               # (student, lesson) whose page was written now
     second_attempts: dict = field(default_factory=dict)   # (student, lesson): why the first failed
     kept_manual: dict = field(default_factory=dict)       # (student, lesson): written answers kept
     changed_manual: dict = field(default_factory=dict)    # (student, lesson): answers to confirm
@@ -315,6 +316,7 @@ def _grade(run, course, chosen, force, feedback, templates, pools, log):
                     pages.write(course.root, job.student, job.lesson, outcome.feedback,
                                 pages.page_digest(now.digest(), notebook, renderer))
                     run.feedback_written += 1
+                    run.pages.add(job.key)
             return None
         except KeyboardInterrupt:
             raise
@@ -371,7 +373,7 @@ def _refresh_standings(run, course, chosen, feedback, rerender):
             digest = pages.page_digest(now.digest(), notebook.read_bytes(), renderer)
             if rerender or pages.recorded(course.root, u.student, u.lesson) != digest:
                 stale.append((u, now))
-            else:
+            elif (u.student, u.lesson) not in run.pages:
                 run.feedback_current += 1
     return stale
 
@@ -396,6 +398,7 @@ def _render_pages(run, course, stale, templates, pools):
                 pages.write(course.root, job.student, job.lesson, outcome.feedback,
                             pages.page_digest(outcome.digest, notebooks[job.key], renderer))
             run.feedback_written += 1
+            run.pages.add(job.key)
 
 
 def _publish(run, course, report, students, log):
