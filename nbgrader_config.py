@@ -101,11 +101,12 @@ c.GenerateFeedback.preprocessors = [
     "attention_grading.feedback.LabelGradedCells",
     "attention_grading.feedback.HideHiddenTests",
     "attention_grading.sanitize.SanitizeLearnerHTML",
+    "attention_grading.feedback.FigureOutputs",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # The feedback page names each check and shows unmarked written answers as awaiting manual
-# grading (templates/attention_feedback); set on GenerateFeedback only, so the formgrader keeps
-# its own pages.
+# grading (templates/attention_feedback), formulas as MathML (no script: it reads offline); set
+# on GenerateFeedback only, so the formgrader keeps its own pages.
 c.GenerateFeedback.exporter_class = "attention_grading.feedback.FeedbackExporter"
 
 # Late submissions: each lesson's due date is nbgrader's own (`nbgrader db assignment add <lesson>

@@ -269,8 +269,8 @@ def _grade(run, course, chosen, force, feedback, templates, pools, log):
             f"{lesson}: {', '.join(cells)}" for lesson, cells in stale.items())
             + ". Nothing was graded. Store source/ again with `nbgrader generate_assignment <lesson> "
             "--force` (or `make release`), then grade.")
-    lesson_hash = {l: hashlib.sha256((course.root / "source" / l / f"{l}.ipynb").read_bytes()).hexdigest()
-                   for l in run.lessons}
+    sources = {l: (course.root / "source" / l / f"{l}.ipynb").read_bytes() for l in run.lessons}
+    lesson_hash = {l: hashlib.sha256(source).hexdigest() for l, source in sources.items()}
     jobs = []
     with Gradebook(course.db_url, course.course_id) as gb:
         for u in chosen:
@@ -283,7 +283,7 @@ def _grade(run, course, chosen, force, feedback, templates, pools, log):
                         if graded_before.is_file() else {})
             jobs.append(GradingJob(u.student, u.lesson, files, templates(u.lesson), course.config, digest,
                                    lesson_hash[u.lesson], prior=standings.read(gb, u.lesson, u.student),
-                                   answered=answered, feedback=feedback))
+                                   answered=answered, feedback=feedback, lesson_source=sources[u.lesson]))
     run.skipped = len(chosen) - len(jobs)
     if run.skipped:
         log(f"{run.skipped} submission(s) already graded and unchanged: skipped (--force regrades them)")

@@ -14,6 +14,7 @@ with the course environment. What a job returns is plain data.
 import io
 import json
 import logging
+import re
 import shutil
 import tempfile
 import time
@@ -40,6 +41,7 @@ class GradingJob:
     prior: object = None           # standing.Standing in the course gradebook before, or None
     answered: dict = field(default_factory=dict)    # {grade_id: digest} of written answers graded before
     feedback: bool = True          # render the feedback page too
+    lesson_source: bytes = b""     # source/<lesson>/<lesson>.ipynb: which cells are the lesson's own
 
     @property
     def key(self):
@@ -84,10 +86,14 @@ def _capture(obj, name):
 
 def failure_message(exc, log):
     """The most telling line of an nbgrader failure."""
-    for line in log.splitlines():
+    lines = log.splitlines()
+    for line in lines:
         if line.startswith("[ERROR]") and not any(
                 s in line for s in ("Traceback", "Please see", "There was an error")):
             return line[len("[ERROR] "):][:300]
+    raised = [line for line in lines if re.match(r"^[A-Za-z_.]*(Error|Exception): ", line)]
+    if raised:
+        return raised[-1][:300]
     text = f"{type(exc).__name__}: {exc}".strip()
     return text.splitlines()[0][:300]
 
@@ -121,6 +127,8 @@ def run_job(job):
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_bytes(data)
         (scratch / "source" / job.lesson).mkdir(parents=True)
+        if job.lesson_source:        # GuardedExecute draws the figures of the cells that are not in it
+            (scratch / "source" / job.lesson / f"{job.lesson}.ipynb").write_bytes(job.lesson_source)
         db_url = _scratch_gradebook(scratch, job.template, job.prior)
         config, coursedir = coursedir_for(job.config, scratch, db_url, job.lesson, job.student)
         autograde = Autograde(coursedir=coursedir, config=config)
