@@ -38,9 +38,12 @@ from . import gradebook as books
 from . import pages
 from . import safekeeping
 from . import standing as standings
-from .cluster import SCHEDULER_VARIABLE, ClusterLost, DaskPool
+from .cluster import ClusterLost, DaskCluster, DaskPool
+from traitlets import Float, Int
+from traitlets.config import Configurable
+
 from .case_secret import course_secret
-from .course import lesson_ids, load_config
+from .course import environment_tools_on_path, lesson_ids, load_config
 from .errors import CourseError, GradebookError, SelectionError
 from .intake import Problem, content_hash, scan, submission_files
 from .jobs import FeedbackJob, GradingJob, run_feedback, run_job
@@ -49,7 +52,13 @@ from .pool import LocalPool, run_with_second_attempt
 from .results import UNGRADABLE
 from .sandbox import support
 
-JOB_TIMEOUT = 900   # seconds a submission may take in all (the notebook's own limit is 600 s)
+class GradingRun(Configurable):
+    """``make grade``'s own settings (``c.GradingRun.<name>``; its command-line flags override them)."""
+
+    workers = Int(0, help="Grading processes on this machine (0: one per core).").tag(config=True)
+    job_timeout = Float(900.0, help="Seconds one submission may take in all in make grade (its grading "
+                        "process is killed past that; the notebook's own limit is "
+                        "GuardedExecute.notebook_timeout).").tag(config=True)
 
 
 @dataclass
@@ -153,7 +162,7 @@ def open_course(root, db_url, unsandboxed, log):
     from .paths import COURSE_ROOT
 
     root = Path(root or COURSE_ROOT).resolve()
-    config = load_config(root)           # also puts instructor/grading on the kernels' PYTHONPATH
+    config = load_config(root)           # the course's nbgrader_config.py, read once for the whole run
     config.CourseDirectory.root = str(root)
     db_url = db_url or config.CourseDirectory.db_url
     config.CourseDirectory.db_url = db_url
@@ -166,17 +175,22 @@ def open_course(root, db_url, unsandboxed, log):
 
 
 class _Pools:
-    """The workers of a run, started when first needed: this machine's, or a Dask cluster's."""
+    """The workers of a run, started when first needed: this machine's, or a Dask cluster's.
+    ``workers``, ``job_timeout`` and ``scheduler`` override the course's settings (``GradingRun``,
+    ``DaskCluster``)."""
 
-    def __init__(self, workers, job_timeout, scheduler, sandboxed, log):
-        self.args = workers or os.cpu_count() or 1, job_timeout, scheduler, sandboxed, log
+    def __init__(self, config, workers, job_timeout, scheduler, sandboxed, log):
+        settings, self.cluster = GradingRun(config=config), DaskCluster(config=config)
+        workers = workers or settings.workers or os.cpu_count() or 1
+        scheduler = self.cluster.scheduler if scheduler is None else scheduler
+        self.args = workers, job_timeout or settings.job_timeout, scheduler, sandboxed, log
         self.pool = None
 
     def get(self):
         if self.pool is None:
             workers, job_timeout, scheduler, sandboxed, log = self.args
-            self.pool = (DaskPool(scheduler, job_timeout, sandboxed=sandboxed, log=log) if scheduler
-                         else LocalPool(workers, job_timeout))
+            self.pool = (DaskPool(scheduler, job_timeout, sandboxed=sandboxed, log=log, settings=self.cluster)
+                         if scheduler else LocalPool(workers, job_timeout))
         return self.pool
 
     def close(self, at_once=False):
@@ -185,10 +199,11 @@ class _Pools:
 
 
 def grade(root=None, lessons=None, students=None, workers=None, force=False, db_url=None,
-          feedback=True, report=True, job_timeout=JOB_TIMEOUT, unsandboxed=False, scheduler=None,
+          feedback=True, report=True, job_timeout=None, unsandboxed=False, scheduler=None,
           feedback_only=False, new_gradebook=False, wait=False, log=print):
     """Grade what is selected; write the class's grades.csv and report; return a ``GradeRun``.
-    ``scheduler``: the address of a Dask scheduler whose workers grade instead of this machine;
+    ``workers``, ``job_timeout`` and ``scheduler`` (the address of a Dask scheduler whose workers
+    grade instead of this machine) override the course's settings (``GradingRun``, ``DaskCluster``);
     ``feedback_only``: grade nothing, only render the pages whose grades changed (``make
     feedback``); ``new_gradebook``: start a new gradebook although autograded/ holds results."""
     t0 = time.time()
@@ -198,7 +213,7 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
         safekeeping.check_gradebook(course.db_url, course.course_id, course.root, allow_new=new_gradebook)
         backup = safekeeping.GradebookBackup(config=course.config).make(course.db_url)
         run = _run(course, lessons, students, force, feedback, report, sandboxed, feedback_only,
-                   _Pools(workers, job_timeout, scheduler, sandboxed, log), log)
+                   _Pools(course.config, workers, job_timeout, scheduler, sandboxed, log), log)
         run.backup = backup
     run.seconds = time.time() - t0
     print_summary(run, log)
@@ -437,19 +452,21 @@ def _publish(run, course, report, students, log):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=None, help="course folder (default: this course)")
-    parser.add_argument("--workers", type=int, default=None, help="parallel graders (default: number of cores)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="parallel graders (default: c.GradingRun.workers, else the number of cores)")
     parser.add_argument("--lesson", action="append", default=None, help="grade only this lesson (repeatable)")
     parser.add_argument("--student", action="append", default=None, help="grade only this student (repeatable)")
     parser.add_argument("--force", action="store_true", help="regrade what is already graded")
     parser.add_argument("--db-url", default=None, help="gradebook URL (default: nbgrader_config's db_url)")
-    parser.add_argument("--job-timeout", type=float, default=JOB_TIMEOUT,
-                        help=f"seconds one submission may take in all (default {JOB_TIMEOUT})")
+    parser.add_argument("--job-timeout", type=float, default=None,
+                        help="seconds one submission may take in all (default: c.GradingRun.job_timeout, 900)")
     parser.add_argument("--unsandboxed", action="store_true",
                         help="grade even where kernels cannot be sandboxed (learner code then runs with "
                              "your rights: only for submissions you trust)")
-    parser.add_argument("--scheduler", default=os.environ.get(SCHEDULER_VARIABLE) or None,
+    parser.add_argument("--scheduler", default=None,
                         help="grade on the workers of the Dask scheduler at this address, e.g. "
-                             f"tcp://HOST:8786 (default: ${SCHEDULER_VARIABLE}, else this machine)")
+                             "tcp://HOST:8786 (default: c.DaskCluster.scheduler, which nbgrader_config.py "
+                             "reads from ATTENTION_DASK_SCHEDULER; else this machine)")
     parser.add_argument("--no-feedback", action="store_true", help="write no feedback pages")
     parser.add_argument("--feedback-only", action="store_true",
                         help="grade nothing: render again the feedback pages whose grades, comments or "
@@ -463,6 +480,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     import warnings
 
+    environment_tools_on_path()
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
     try:
