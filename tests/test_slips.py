@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from dask_cluster import wait_until
 from grading_helpers import LESSON, copy_course, env_for, grade_table, notebook, run_grade, submit
 
 pytestmark = pytest.mark.nbgrader
@@ -69,15 +70,6 @@ def _started(command_root, *args, log):
                             text=True, start_new_session=True)
 
 
-def _wait_for(predicate, seconds, what):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_a_second_run_refuses_or_waits_and_a_crashed_one_leaves_no_lock(graded_copy, tmp_path):
     """While one run holds the course, another stops at once (exit 75, naming the holder) and
     changes nothing; with --wait it starts when the first is done. A run killed outright leaves
@@ -93,7 +85,7 @@ def test_a_second_run_refuses_or_waits_and_a_crashed_one_leaves_no_lock(graded_c
         assert (root / "grades.csv").stat().st_mtime_ns == before
         with open(tmp_path / "waiting.log", "w") as log:
             waiting = _started(root, "--student", "alice", "--no-report", "--wait", log=log)
-        _wait_for(lambda: "waiting for the make grade" in (tmp_path / "waiting.log").read_text(), 120,
+        wait_until(lambda: "waiting for the make grade" in (tmp_path / "waiting.log").read_text(), 120,
                   "the second run to wait")
         assert waiting.poll() is None
     assert waiting.wait(600) == 0, (tmp_path / "waiting.log").read_text()
@@ -134,7 +126,7 @@ def test_ctrl_c_stops_cleanly_with_what_was_saved(tmp_path):
     with open(tmp_path / "first.log", "w") as log:
         first = _started(root, "--workers", "1", "--no-report", log=log)
     results = lambda: list((root / "autograded").glob(f"*/{LESSON}/grading-result.json"))  # noqa: E731
-    _wait_for(lambda: results() or first.poll() is not None, 600, "a first submission to be saved")
+    wait_until(lambda: results() or first.poll() is not None, 600, "a first submission to be saved")
     os.killpg(first.pid, signal.SIGINT)
     assert first.wait(120) == 130, (tmp_path / "first.log").read_text()
     out = (tmp_path / "first.log").read_text()
@@ -147,7 +139,7 @@ def test_ctrl_c_stops_cleanly_with_what_was_saved(tmp_path):
     assert {k[0] for k, v in table.items() if v[0] is not None} == saved
     with open(root / "grades.csv") as fh:
         assert sum(1 for line in fh if ",graded," in line or ",needs manual grading," in line) == len(saved)
-    _wait_for(lambda: not _group(first.pid), 30, f"the run's processes to end: {_group(first.pid)}")
+    wait_until(lambda: not _group(first.pid), 30, "the run's processes to end")
     again = run_grade(root, "--workers", "2", "--no-report")
     assert again.returncode == 0, again.stdout + again.stderr
     assert f"grading {len(students) - len(saved)} submission(s)" in again.stdout
