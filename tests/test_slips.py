@@ -115,6 +115,7 @@ def _group(pgid):
     return found
 
 
+@pytest.mark.full
 def test_ctrl_c_stops_cleanly_with_what_was_saved(tmp_path):
     """Ctrl-C (SIGINT to the terminal's process group) after the first submission is saved: exit
     130, no traceback, the saved ones in the gradebook and grades.csv, no grading process left;

@@ -18,7 +18,7 @@ import term_class as term
 from conftest import nbgrader
 from grading_helpers import LESSON
 
-pytestmark = pytest.mark.nbgrader
+pytestmark = [pytest.mark.nbgrader, pytest.mark.full]   # four make grade runs and stock autograde: ~5 min
 
 
 @pytest.fixture(scope="module")
