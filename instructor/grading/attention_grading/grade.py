@@ -194,8 +194,9 @@ class _Pools:
         return self.pool
 
     def close(self, at_once=False):
-        if self.pool is not None:
-            (getattr(self.pool, "terminate", self.pool.close) if at_once else self.pool.close)()
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            (getattr(pool, "terminate", pool.close) if at_once else pool.close)()
 
 
 def grade(root=None, lessons=None, students=None, workers=None, force=False, db_url=None,
@@ -226,13 +227,13 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
 
     units, problems = scan(course.root, course.lessons)            # the whole class, for grades.csv
     with Gradebook(course.db_url, course.course_id) as gb:
-        in_gradebook = {s.id for s in gb.students}
-    _check_students(students, {u.student for u in units} | {p.student for p in problems if p.student} | in_gradebook)
+        roster = sorted({u.student for u in units} | {p.student for p in problems if p.student}
+                        | {s.id for s in gb.students})
+    _check_students(students, roster)
     chosen = [u for u in units if u.lesson in lessons and (not students or u.student in students)]
     for problem in problems:
         if (problem.lesson in lessons or not problem.lesson) and (not students or problem.student in students):
             log(str(problem))
-    roster = sorted({u.student for u in units} | {p.student for p in problems if p.student} | in_gradebook)
     run = GradeRun(course.root, lessons, roster, problems=problems, sandboxed=sandboxed,
                    only_students=list(students or []), feedback_only=feedback_only)
     run.failed = {(p.student, p.lesson): p.message for p in problems if p.fatal}
