@@ -77,6 +77,7 @@ class GradeRun:
     feedback_written: int = 0                             # pages written now
     feedback_current: int = 0                             # pages already made from today's grades
     pages: set = field(default_factory=set)               # (student, lesson) whose page was written now
+    feedback_cpu: float = 0.0                             # this process's CPU seconds on feedback pages
     second_attempts: dict = field(default_factory=dict)   # (student, lesson): why the first failed
     kept_manual: dict = field(default_factory=dict)       # (student, lesson): written answers kept
     changed_manual: dict = field(default_factory=dict)    # (student, lesson): answers to confirm
@@ -327,12 +328,14 @@ def _grade(run, course, chosen, force, feedback, templates, pools, log):
                                          job.prior, job.answered)
                 run.graded.append(job.key)
                 _note_manual(run, job.key, outcome.result)
+                started = time.process_time()
                 if outcome.feedback and outcome.feedback_digest == now.digest():
                     notebook = outcome.autograded[f"{job.lesson}.ipynb"]
                     pages.write(course.root, job.student, job.lesson, outcome.feedback,
                                 pages.page_digest(now.digest(), notebook, renderer))
                     run.feedback_written += 1
                     run.pages.add(job.key)
+                run.feedback_cpu += time.process_time() - started
             return None
         except KeyboardInterrupt:
             raise
@@ -385,17 +388,20 @@ def _refresh_standings(run, course, chosen, feedback, rerender):
                     continue
             if not feedback:
                 continue
+            started = time.process_time()
             now = standings.read(gb, u.lesson, u.student)
             digest = pages.page_digest(now.digest(), notebook.read_bytes(), renderer)
             if rerender or pages.recorded(course.root, u.student, u.lesson) != digest:
                 stale.append((u, now))
             elif (u.student, u.lesson) not in run.pages:
                 run.feedback_current += 1
+            run.feedback_cpu += time.process_time() - started
     return stale
 
 
 def _render_pages(run, course, stale, templates, pools):
     """Feedback jobs for the pages whose grades or comments changed, on the run's workers."""
+    started = time.process_time()
     renderer = pages.renderer_digest()
     jobs, notebooks = [], {}
     for u, now in stale:
@@ -415,6 +421,7 @@ def _render_pages(run, course, stale, templates, pools):
                             pages.page_digest(outcome.digest, notebooks[job.key], renderer))
             run.feedback_written += 1
             run.pages.add(job.key)
+    run.feedback_cpu += time.process_time() - started
 
 
 def _publish(run, course, report, students, log):
