@@ -11,12 +11,12 @@ ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 LAB_ARGS ?=
 TEST_ARGS ?=
 
-.PHONY: lab test test-all system-packages release grade formgrader new-lesson clean
+.PHONY: lab test test-all system-packages release grade feedback formgrader new-lesson clean
 
-$(STAMP): pyproject.toml instructor/grading/pyproject.toml
+$(STAMP): pyproject.toml constraints.txt instructor/grading/pyproject.toml
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[instructor]'
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[instructor]'
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps -e instructor/grading
 	@# An editable install leaves out the package's data files: the learners' nbgrader configuration.
 	install -m 644 -D src/jupyter_config/nbgrader_config.py $(VENV)/etc/jupyter/nbgrader_config.py
@@ -50,6 +50,10 @@ grade: $(STAMP)
 ## new-lesson: scaffold a lesson (NAME=09_example, FUNCTION=its first graded function): source notebook, spec, reference, catalogue
 new-lesson: $(STAMP)
 	$(PYTHON) -m attention_grading.scaffold $(NAME) $(if $(FUNCTION),--function $(FUNCTION))
+
+## feedback: render again the feedback pages whose grades, comments or late penalties changed (after manual grading)
+feedback: $(STAMP)
+	$(PYTHON) -m attention_grading.grade --feedback-only $(GRADE_ARGS)
 
 ## formgrader: JupyterLab at the course root, for instructors (Nbgrader menu → Formgrader)
 formgrader: $(STAMP)

@@ -179,10 +179,14 @@ def test_grading_on_the_cluster_writes_grades_feedback_and_shows_progress(cluste
     _, again = cluster_run["again"]
     assert "8 submission(s) already graded and unchanged: skipped" in again, again[-2000:]
     assert "graded 0, skipped 8, could not grade 3" in again, again[-2000:]
-    rows = (root / "grades.csv").read_text().splitlines()[1:]
-    keys = [tuple(r.split(",")[:2]) for r in rows]
+    assert "feedback pages written 0 (8 already up to date)" in again, again[-2000:]
+    import csv
+
+    with open(root / "grades.csv", newline="") as fh:
+        keys = [(r["student"], r["lesson"]) for r in csv.DictReader(fh)]
     assert len(keys) == len(set(keys)), "a submission appears twice in grades.csv"
     assert (root / "feedback" / "alice" / MORE_LESSONS[0] / f"{MORE_LESSONS[0]}.html").is_file()
+    assert "feedback pages written 8 (0 already up to date)" in stdout     # rendered by the workers' jobs
     assert re.search(r"autograde:.*\d+/\d+ \[\d\d:\d\d<\d\d:\d\d", cluster_run["run"][2])
 
 

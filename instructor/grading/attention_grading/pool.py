@@ -104,7 +104,7 @@ class LocalPool:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD)
         self._context = context
-        self._idle = []
+        self._idle, self._busy = [], []
 
     def _worker(self):
         return self._idle.pop() if self._idle else _Worker(self._context)
@@ -112,7 +112,7 @@ class LocalPool:
     def run(self, function, jobs, progress):
         """Yield ``(job, outcome)`` for every job, as they finish. A freed worker gets its next job
         before the outcome is handed over, so it never waits while the caller saves a result."""
-        waiting, busy = list(reversed(jobs)), []
+        waiting, busy = list(reversed(jobs)), self._busy
 
         def top_up():
             while waiting and len(busy) < self.workers:
@@ -150,6 +150,13 @@ class LocalPool:
     def close(self):
         while self._idle:
             self._idle.pop().stop()
+
+    def terminate(self):
+        """Stop at once (Ctrl-C): every worker killed with its kernels, busy or not."""
+        while self._busy:
+            self._busy.pop().kill()
+        while self._idle:
+            self._idle.pop().kill()
 
 
 def run_with_second_attempt(pool, function, jobs, progress, keep):

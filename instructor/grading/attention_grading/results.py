@@ -122,6 +122,8 @@ class GradingResult:
     lesson_sha256: str = ""          # of the lesson's source notebook
     seconds: float = 0.0             # in the grading job
     notes: dict = field(default_factory=dict)       # NotebookNotes of the notebook, as a dict
+    kept_manual: list = field(default_factory=list)     # written answers whose manual grade was kept
+    changed_manual: list = field(default_factory=list)  # graded by hand, since changed: to confirm
 
     def as_dict(self):
         return asdict(self)

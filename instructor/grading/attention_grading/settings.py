@@ -15,10 +15,14 @@ def configurables():
     """The classes that hold the course's grading settings, in the order a run meets them."""
     from .cluster import DaskCluster
     from .execute import GuardedExecute
+    from .export import CourseGradesExport
+    from .feedback import FigureOutputs
     from .grade import GradingRun
     from .hidden_tests import ConversationLimits
+    from .safekeeping import GradebookBackup
 
-    return [GradingRun, GuardedExecute, ConversationLimits, DaskCluster]
+    return [GradingRun, GradebookBackup, GuardedExecute, ConversationLimits, DaskCluster, FigureOutputs,
+            CourseGradesExport]
 
 
 def sandbox_limits(config):
