@@ -91,12 +91,13 @@ def test_installed_package_has_no_reference_or_hidden_tests(wheel):
 
 LESSON_PACKAGES = {"numpy", "matplotlib", "ipywidgets", "tqdm", "jupyterlab", "notebook", "nbgrader",
                    "jsonschema"}
-INSTRUCTOR_TOOLS = {"pytest", "nbval", "playwright", "psycopg2-binary", "scipy", "distributed"}
+INSTRUCTOR_TOOLS = {"pytest", "nbval", "playwright", "psycopg2-binary", "scipy", "distributed",
+                    "cryptography"}
 
 
 def test_learner_install_brings_the_lessons_packages_and_the_extra_the_tools(wheel):
     """`pip install .` requires what the lessons need and nothing else; pytest, nbval, Playwright,
-    psycopg2, scipy and Dask's distributed come only with `pip install .[instructor]`; each as
+    psycopg2, scipy, Dask's distributed and cryptography come only with `pip install .[instructor]`; each as
     pinned in pyproject.toml."""
     import email
     import tomllib
