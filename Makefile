@@ -10,8 +10,9 @@ export PATH := $(abspath $(BIN)):$(PATH)
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 LAB_ARGS ?=
 TEST_ARGS ?=
+CERT_ARGS ?=
 
-.PHONY: lab test system-packages release grade formgrader clean
+.PHONY: lab test system-packages release grade formgrader cluster-certs clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
@@ -35,9 +36,13 @@ system-packages:
 release: $(STAMP)
 	PYTHONPATH=$(abspath instructor/grading) $(PYTHON) -m attention_grading.release
 
-## grade: autograde submitted/ (here, or on a Dask cluster: GRADE_ARGS="--scheduler tcp://HOST:8786"), write feedback/, grades.csv and grades-by-learner.csv, print a table per student
+## grade: autograde submitted/ (here, or on a Dask cluster: GRADE_ARGS="--scheduler tls://HOST:8786"), write feedback/, grades.csv and grades-by-learner.csv, print a table per student
 grade: $(STAMP)
 	PYTHONPATH=$(abspath instructor/grading) $(PYTHON) -m attention_grading.grade $(GRADE_ARGS)
+
+## cluster-certs: the Dask cluster's certificate authority and per-role certificates (instructor/cluster-tls/)
+cluster-certs: $(STAMP)
+	PYTHONPATH=$(abspath instructor/grading) $(PYTHON) -m attention_grading.cluster_tls $(CERT_ARGS)
 
 ## formgrader: JupyterLab at the course root, for instructors (Nbgrader menu → Formgrader)
 formgrader: $(STAMP)

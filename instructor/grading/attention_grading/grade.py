@@ -4,7 +4,7 @@ learner, for a learning-management system) and a report.
 Usage: python -m attention_grading.grade [--root DIR] [--workers N] [--lesson ID ...]
                                          [--student ID ...] [--force] [--db-url URL]
                                          [--job-timeout SECONDS] [--unsandboxed]
-                                         [--scheduler tcp://HOST:8786]
+                                         [--scheduler tls://HOST:8786] [--insecure-cluster]
                                          [--no-feedback] [--no-report]
 
 A submission passes through, in order: ``intake`` (what is in ``submitted/``), ``jobs`` (one
@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import gradebook as books
-from .cluster import SCHEDULER_VARIABLE, ClusterLost, DaskPool
+from .cluster import SCHEDULER_VARIABLE, ClusterLost, DaskPool, check_address
+from .cluster_tls import ClusterTLS
 from .case_secret import course_secret
 from .course import lesson_ids, load_config
 from .errors import CourseError, GradebookError, SelectionError
@@ -104,9 +105,10 @@ def _select(all_lessons, lessons):
 
 def grade(root=None, lessons=None, students=None, workers=None, force=False, db_url=None,
           feedback=True, report=True, job_timeout=JOB_TIMEOUT, unsandboxed=False, scheduler=None,
-          log=print):
+          insecure_cluster=False, log=print):
     """Grade what is selected; write the class's grades.csv and report; return a ``GradeRun``.
-    ``scheduler``: the address of a Dask scheduler whose workers grade instead of this machine."""
+    ``scheduler``: the address of a Dask scheduler whose workers grade instead of this machine
+    (``tls://``, with the course's certificates; ``tcp://`` only with ``insecure_cluster``)."""
     from nbgrader.api import Gradebook
 
     from .paths import COURSE_ROOT
@@ -119,6 +121,8 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
     course_id = config.CourseDirectory.course_id
     all_lessons = lesson_ids(root)
     lessons = _select(all_lessons, lessons)
+    if scheduler:
+        check_address(scheduler, insecure_cluster)         # before anything is done
     sandboxed = support.require(allow_unsandboxed=unsandboxed, warn=log)
     if not sandboxed:
         config.GuardedExecute.sandbox = False
@@ -163,7 +167,8 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
         jobs = [GradingJob(u.student, u.lesson, files[u.student, u.lesson], templates[u.lesson], config,
                            content_hash(files[u.student, u.lesson]), lesson_hash[u.lesson]) for u in todo]
         if scheduler and jobs:
-            pool = DaskPool(scheduler, job_timeout, sandboxed=sandboxed, log=log)
+            pool = DaskPool(scheduler, job_timeout, sandboxed=sandboxed, log=log, config=config,
+                            tls_folder=ClusterTLS(config=config).path(root), insecure=insecure_cluster)
         where = f" on the Dask cluster at {scheduler}" if pool is not local else ""
         log(f"grading {len(jobs)} submission(s) of {len(lessons)} lesson(s) with {pool.workers} worker(s){where}")
 
@@ -278,7 +283,10 @@ def main(argv=None):
                              "your rights: only for submissions you trust)")
     parser.add_argument("--scheduler", default=os.environ.get(SCHEDULER_VARIABLE) or None,
                         help="grade on the workers of the Dask scheduler at this address, e.g. "
-                             f"tcp://HOST:8786 (default: ${SCHEDULER_VARIABLE}, else this machine)")
+                             f"tls://HOST:8786 (default: ${SCHEDULER_VARIABLE}, else this machine)")
+    parser.add_argument("--insecure-cluster", action="store_true",
+                        help="accept a tcp:// scheduler, neither authenticated nor encrypted (anyone who "
+                             "reaches it can run code on its workers and forge grades)")
     parser.add_argument("--no-feedback", action="store_true", help="skip generate_feedback")
     parser.add_argument("--no-report", action="store_true", help="skip grading-report/")
     args = parser.parse_args(argv)
@@ -289,7 +297,8 @@ def main(argv=None):
     try:
         run = grade(args.root, args.lesson, args.student, args.workers, args.force, args.db_url,
                     feedback=not args.no_feedback, report=not args.no_report, job_timeout=args.job_timeout,
-                    unsandboxed=args.unsandboxed, scheduler=args.scheduler)
+                    unsandboxed=args.unsandboxed, scheduler=args.scheduler,
+                    insecure_cluster=args.insecure_cluster)
     except CourseError as exc:
         print(str(exc), file=sys.stderr)
         return exc.exit_status

@@ -46,10 +46,13 @@ class GradingJob:
 
 @dataclass
 class JobOutcome:
-    """What a worker hands back: the result, and the autograded folder's files on success."""
+    """What a worker hands back: the result, and the autograded folder's files on success.
+
+    From a Dask worker it travels in ``wire`` form (JSON and file bytes, never a pickle): give a new
+    field a type (``dict[str, bytes]`` for files) and it travels with no other change."""
     result: GradingResult
     ok: bool
-    autograded: dict = field(default_factory=dict)   # {relative path: bytes}
+    autograded: dict[str, bytes] = field(default_factory=dict)   # {relative path: bytes}
     log: str = ""                  # nbgrader's log and traceback, when it failed
     retry: bool = True             # worth a second attempt if it failed
 
