@@ -44,9 +44,10 @@ grade: $(STAMP)
 cluster-certs: $(STAMP)
 	PYTHONPATH=$(abspath instructor/grading) $(PYTHON) -m attention_grading.cluster_tls $(CERT_ARGS)
 
-## formgrader: JupyterLab at the course root, for instructors (Nbgrader menu → Formgrader)
+## formgrader: JupyterLab at the course root, for instructors (Nbgrader menu → Formgrader), learner content under a Content-Security-Policy
 formgrader: $(STAMP)
-	PYTHONPATH=$(abspath instructor/grading) $(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) $(LAB_ARGS)
+	PYTHONPATH=$(abspath instructor/grading) $(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) \
+		--ServerApp.jpserver_extensions=attention_grading.formgrader_csp=True $(LAB_ARGS)
 
 clean:
 	rm -rf $(VENV) autograded feedback grades.csv grades-by-learner.csv grading-report gradebook.db .exchange

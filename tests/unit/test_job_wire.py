@@ -10,8 +10,8 @@ import pickle
 
 import pytest
 
-from attention_grading.cluster import (RefusedPickle, check_address, data_only_loads, parse_reply,
-                                       pickled_names)
+from attention_grading.cluster import (RefusedPickle, _error_of, check_address, data_only_loads,
+                                       parse_reply, pickled_names)
 from attention_grading.errors import ClusterError
 from attention_grading.jobs import GradingJob, JobOutcome
 from attention_grading.results import CheckResult, Flag, GradingResult
@@ -157,3 +157,18 @@ def test_a_scheduler_without_tls_is_refused_unless_the_instructor_insists():
             check_address(address, insecure=False)
         assert check_address(address, insecure=True) != "tls"
     assert check_address("tls://127.0.0.1:8786", insecure=False) == "tls"
+
+
+def test_an_error_the_cluster_sends_is_named_without_unpickling_it():
+    """Dask's KilledWorker, pickled by the scheduler, is recognised from the pickle's opcodes
+    (so a job that kills every worker is reported as such); an error whose pickle names no
+    class is still reported, and nothing is unpickled either way."""
+    from distributed.protocol import pickle as dask_pickle
+    from distributed.scheduler import KilledWorker
+
+    raw = dask_pickle.dumps(KilledWorker("attention-grade-alice-01-x", "tls://worker", 3))
+    with pytest.raises(RefusedPickle):
+        data_only_loads(raw)
+    assert _error_of(Exception(raw))[0] == "KilledWorker"
+    assert _error_of(Exception(pickle.dumps(Evil("/nonexistent"))))[0] == "an error"
+    assert _error_of(ValueError("plain")) == ("ValueError", "plain")

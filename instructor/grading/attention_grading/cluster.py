@@ -107,9 +107,9 @@ def _error_of(exc):
     """(type name, text) of an error a future raised, without unpickling what the cluster sent."""
     raw = exc.args[0] if type(exc) is Exception and len(exc.args) == 1 else None
     if isinstance(raw, (bytes, bytearray)):          # Dask's clean_exception kept the refused pickle
-        names = pickled_names(raw)
-        kinds = [n.rsplit(".", 1)[-1] for n in names if n.rsplit(".", 1)[-1][:1].isupper()]
-        kind = kinds[-1] if kinds else "Exception"
+        kinds = [n.rsplit(".", 1)[-1] for n in pickled_names(raw)      # the class, before tblib's frames
+                 if n.rsplit(".", 1)[-1][:1].isupper() and not n.startswith("tblib.")]
+        kind = kinds[0] if kinds else "an error"
         return kind, f"{kind} (its details are a pickle, which the grader does not unpickle)"
     return type(exc).__name__, str(exc)
 

@@ -9,7 +9,8 @@ and not the hidden test code, the reference, or where the instructor's files liv
 - ``HideHiddenTests``: hidden blocks replaced by a note, errors in test cells reduced to their
   message, instructor paths scrubbed;
 - ``LabelGradedCells``: each graded cell's name, and which written answers await grading;
-- ``FeedbackExporter``: nbgrader's feedback page, with those names (``templates/attention_feedback``).
+- ``FeedbackExporter``: nbgrader's feedback page, with those names (``templates/attention_feedback``),
+  and a Content-Security-Policy (``csp.FEEDBACK_POLICY``) that runs no script but the course's own files.
 """
 import re
 from pathlib import Path
@@ -92,3 +93,10 @@ class FeedbackExporter(HTMLExporter):
         self.template_name = "attention_feedback"
         self.template_file = "attention.html.j2"
         self.template_paths = self._template_paths()    # computed once, from the old name
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        """The page, with the course's Content-Security-Policy first in its head."""
+        from .csp import with_meta
+
+        page, resources = super().from_notebook_node(nb, resources, **kw)
+        return with_meta(page), resources
