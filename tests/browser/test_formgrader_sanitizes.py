@@ -62,34 +62,34 @@ DISPLAY_TYPES = {"HTML": "text/html", "Javascript": "application/javascript", "M
 NOTEBOOK_CONTAINER = "#notebook-container"
 
 
-#: Links in the written answer: every way we know of writing a script or data URL. ``{js}``: the
-#: probe's script as one word. Those a browser would run when clicked are ``RUNNABLE_LINKS``.
+#: Links in the written answer: every way we know of writing a script or data URL, each with the
+#: words it shows. ``{js}``: the probe's script as one word. Those a browser would run when
+#: clicked are ``RUNNABLE_LINKS``.
 LINK_VECTORS = {
-    "link-markdown": "[markdown link](javascript:{js})",
-    "link-plain": '<a href="javascript:{js}">plain link</a>',
-    "link-entity-colon": '<a href="javascript&colon;{js}">entity colon link</a>',
-    "link-decimal-entity": '<a href="&#106;avascript:{js}">decimal entity link</a>',
-    "link-hex-entity": '<a href="&#x6a;avascript&#x3a;{js}">hex entity link</a>',
-    "link-tab": '<a href="java&#9;script:{js}">tab link</a>',
-    "link-newline": '<a href="jav&#x0A;ascript:{js}">newline link</a>',
-    "link-upper-case": '<a href="JAVASCRIPT:{js}">upper case link</a>',
-    "link-leading-space": '<a href=" &#x20;javascript:{js}">leading space link</a>',
-    "link-vbscript": '<a href="vbscript:{js}">vbscript link</a>',
-    "link-data": '<a href="data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==">data link</a>',
-    "link-svg-xlink": '<svg><a xlink:href="javascript:{js}"><text y="15">svg link</text></a></svg>',
+    "link-markdown": ("markdown link", "[markdown link](javascript:{js})"),
+    "link-plain": ("plain link", '<a href="javascript:{js}">plain link</a>'),
+    "link-entity-colon": ("entity colon link", '<a href="javascript&colon;{js}">entity colon link</a>'),
+    "link-decimal-entity": ("decimal entity link", '<a href="&#106;avascript:{js}">decimal entity link</a>'),
+    "link-hex-entity": ("hex entity link", '<a href="&#x6a;avascript&#x3a;{js}">hex entity link</a>'),
+    "link-tab": ("tab link", '<a href="java&#9;script:{js}">tab link</a>'),
+    "link-newline": ("newline link", '<a href="jav&#x0A;ascript:{js}">newline link</a>'),
+    "link-upper-case": ("upper case link", '<a href="JAVASCRIPT:{js}">upper case link</a>'),
+    "link-leading-space": ("leading space link", '<a href=" &#x20;javascript:{js}">leading space link</a>'),
+    "link-vbscript": ("vbscript link", '<a href="vbscript:{js}">vbscript link</a>'),
+    "link-data": ("data link", '<a href="data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==">data link</a>'),
+    "link-svg-xlink": ("svg link", '<svg><a xlink:href="javascript:{js}"><text y="15">svg link</text></a></svg>'),
 }
 RUNNABLE_LINKS = ["link-markdown", "link-plain", "link-entity-colon", "link-decimal-entity", "link-hex-entity",
                   "link-tab", "link-newline", "link-upper-case", "link-leading-space", "link-svg-xlink"]
 
 
 def link_text(vector):
-    """The words a link of ``vector`` shows (its text in the answer)."""
-    source = LINK_VECTORS[vector]
-    return source.split("[", 1)[1].split("]", 1)[0] if source.startswith("[") else source.rsplit("</", 2)[0].rsplit(">", 1)[1]
+    """The words a link of ``vector`` shows."""
+    return LINK_VECTORS[vector][0]
 
 
 def hostile_links(probe):
-    return "\n\n".join(LINK_VECTORS[v].replace("{js}", probe.script_without_spaces(v)) for v in LINK_VECTORS)
+    return "\n\n".join(source.replace("{js}", probe.script_without_spaces(v)) for v, (_, source) in LINK_VECTORS.items())
 
 
 def learner_displays(probe):
@@ -121,7 +121,7 @@ def hostile_submission(probe):
     nb = json.loads(notebook("correct"))
     answers = [c for c in nb["cells"] if is_written_answer(c)]
     assert len(answers) == 1, f"lesson 01 has no single written answer {ANSWER_ID}"
-    answers[0]["source"] = (probe.html(ANSWER_WORDS, "answer")
+    answers[0]["source"] = (probe.html(ANSWER_WORDS, "answer") + probe.remote_image("answer-remote-image")
                             + f"\n\nThe algebra is in [{LINK_TEXT}]({LINKED_FILE}).\n\n" + hostile_links(probe))
     nb["cells"].append(learner_code_cell(probe))
     return nb
@@ -291,6 +291,7 @@ def test_image_size_metadata_adds_no_event_handler(file_tab, probe, tmp_path):
     from attention_grading.sanitize import SanitizeLearnerHTML
 
     nb = learner_cells(hostile_submission(probe))
+    nb["cells"] = nb["cells"][-1:]    # the learner's code cell alone (the answer's remote image is another matter)
     nb["cells"][-1]["outputs"] = [{   # what display({"image/png": ...}, raw=True, metadata=...) sends
         "output_type": "display_data", "data": {"image/png": "AAAA", "text/plain": "a plot"},
         "metadata": {"image/png": {"width": f"1 onerror={probe.script_without_spaces('image-width')}"}}}]
@@ -428,22 +429,26 @@ def test_the_feedback_runs_only_the_courses_own_scripts_even_unsanitised(file_ta
                                                                          hostile_course, probe):
     """The feedback page carries the policy in its head; with an unsanitised answer put into it,
     nothing of the learner's runs, from a file or from /files/, while a script file shipped beside
-    it (as the course ships its own) runs."""
+    it (as the course ships its own) runs from a file (under /files/, Jupyter's own policy puts
+    the page in a sandbox of its own origin, which decides whether it may load more)."""
     folder = hostile_course / "feedback" / STUDENT / LESSON
     page_text = (folder / f"{LESSON}.html").read_text()
     head = page_text[:page_text.index("</head>")]
     assert 'http-equiv="Content-Security-Policy"' in head and head.index("Content-Security-Policy") < head.find("<script")
     shipped = folder / "course-shipped.js"
     shipped.write_text("window.__course_script_ran = true;")
+    container = 'id="notebook-container">'
     bypassed = (page_text.replace("</head>", '<script src="course-shipped.js"></script></head>', 1)
-                .replace('<div id="notebook-container"', f'<div id="notebook-container">{bypassing_answer(probe)}<div', 1))
+                .replace(container, container + bypassing_answer(probe), 1))
+    assert bypassing_answer(probe) in bypassed and "course-shipped.js" in bypassed
     bypass = folder / "bypassed.html"
     bypass.write_text(bypassed)
     try:
-        for tab, url in ((file_tab, bypass.as_uri()),
-                         (grader_tab, formgrader_lab.url(f"/files/feedback/{STUDENT}/{LESSON}/bypassed.html"))):
+        for tab, url, shipped_runs in ((file_tab, bypass.as_uri(), True),
+                                       (grader_tab, formgrader_lab.url(f"/files/feedback/{STUDENT}/{LESSON}/bypassed.html"), False)):
             tab.page.goto(url)
-            tab.page.wait_for_function("() => window.__course_script_ran === true")
+            if shipped_runs:
+                tab.page.wait_for_function("() => window.__course_script_ran === true")
             probe.assert_nothing_ran(tab.page, f"the feedback with an unsanitised answer at {url}")
             tab.page.get_by_text("bypass link", exact=True).click(no_wait_after=True)
             probe.assert_nothing_ran(tab.page, f"the feedback with an unsanitised answer at {url}, its link clicked")
