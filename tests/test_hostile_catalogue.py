@@ -166,19 +166,29 @@ def grade_with_nbgrader(folder):
 
 
 @pytest.fixture(scope="session")
-def hostile(request, graded_run):
-    """{way: results} of grading every attack with make grade and with nbgrader autograde."""
-    return {"make grade": graded_run["_hostile"],
-            "nbgrader autograde": background.result(request.session, "hostile", grade_with_nbgrader,
-                                                    after="validation")}
-
-
-@pytest.fixture(scope="session")
 def graded_run(request):
     import lesson_grading
     from conftest import graded_selection
 
     return background.result(request.session, "graded", lesson_grading.grade_all, *graded_selection(request.session))
+
+
+@pytest.fixture(scope="session")
+def make_grade_half(graded_run):
+    """The attacks graded by ``make grade`` with the catalogue (tests/lesson_grading.py)."""
+    return graded_run["_hostile"]
+
+
+@pytest.fixture(scope="session")
+def nbgrader_half(request):
+    """The attacks graded by plain ``nbgrader autograde`` (started in the background)."""
+    return background.result(request.session, "hostile", grade_with_nbgrader, after="validation")
+
+
+@pytest.fixture
+def hostile(request, way):
+    """The results of grading every attack the way the test is parametrized with."""
+    return request.getfixturevalue({"make grade": "make_grade_half", "nbgrader autograde": "nbgrader_half"}[way])
 
 
 def _points(scores, student, exercise_tests):
@@ -188,14 +198,15 @@ def _points(scores, student, exercise_tests):
 TESTS = {"softmax": ["softmax_matches_reference"], "contextualize": ["contextualize_matches_reference"]}
 
 
-WAYS = ["make grade", "nbgrader autograde"]
+# The plain-nbgrader half runs in the full tier (``pytest --full``).
+WAYS = ["make grade", pytest.param("nbgrader autograde", marks=pytest.mark.full)]
 
 
 @pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("attack", ATTACKS)
 def test_the_attacker_gains_nothing(hostile, attack, way):
     """The attacked exercise scores 0; its hidden test was graded (not lost to an error)."""
-    scores = hostile[way]["scores"]
+    scores = hostile["scores"]
     target = catalogue.ATTACKS[attack].target
     got = _points(scores, f"attack_{attack}", TESTS[target])
     assert all(v is not None for v in got.values()), f"{attack} was not graded by {way}: {got}"
@@ -206,9 +217,9 @@ def test_the_attacker_gains_nothing(hostile, attack, way):
 def test_the_correct_learner_keeps_full_marks_and_grading_finishes(hostile, way):
     """The correct learner, graded in the same run as every attack, scores every autograded point;
     the run ended."""
-    run = hostile[way]["run"]
+    run = hostile["run"]
     assert run.returncode in (0, 1), run.stdout[-3000:] + run.stderr[-3000:]
-    correct = _points(hostile[way]["scores"], CORRECT, TESTS["softmax"] + TESTS["contextualize"])
+    correct = _points(hostile["scores"], CORRECT, TESTS["softmax"] + TESTS["contextualize"])
     assert all(v == (3.0, False) for v in correct.values()), (correct, run.stdout[-3000:])
 
 
@@ -218,15 +229,15 @@ def test_the_course_is_untouched(hostile, way):
     are still source/'s."""
     from attention_grading.gradebook import stored_test_mismatches
 
-    assert hostile[way]["after"] == hostile[way]["before"]
-    root = hostile[way]["root"]
+    assert hostile["after"] == hostile["before"]
+    root = hostile["root"]
     assert stored_test_mismatches(root, f"sqlite:///{root / 'gradebook.db'}", "attention", [LESSON]) == {}
 
 
 @pytest.mark.parametrize("way", WAYS)
 def test_the_course_environment_is_untouched(hostile, way):
     """No file of the course environment was written, none appeared."""
-    before, after = hostile[way]["environment_before"], hostile[way]["environment_after"]
+    before, after = hostile["environment_before"], hostile["environment_after"]
     changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p)
                      and "__pycache__" not in p)
     assert not changed, changed[:10]
@@ -236,29 +247,29 @@ def test_the_course_environment_is_untouched(hostile, way):
 def test_no_trace_is_left(hostile, way):
     """No file an attack named anywhere, no process it started, nothing sent out, no late write
     to the grades or the gradebook."""
-    files, processes = hostile[way]["traces"]
+    files, processes = hostile["traces"]
     assert not files, files[:10]
     assert not processes, processes
-    assert not hostile[way]["listener"], hostile[way]["listener"]
-    grades = hostile[way]["grades_csv"]
+    assert not hostile["listener"], hostile["listener"]
+    grades = hostile["grades_csv"]
     assert grades is None or catalogue.PREFIX.encode() not in grades
-    assert all(score != 99 for score, _ in hostile[way]["scores"].values())
+    assert all(score != 99 for score, _ in hostile["scores"].values())
 
 
 @pytest.mark.parametrize("way", WAYS)
 def test_no_script_survives_in_an_autograded_notebook(hostile, way):
     """The <script>, <img onerror> and JavaScript outputs are gone from what the formgrader shows."""
-    root = hostile[way]["root"]
+    root = hostile["root"]
     path = root / "autograded" / "attack_script_in_output" / LESSON / f"{LESSON}.ipynb"
     outputs = json.dumps([c.get("outputs", []) for c in nbformat.read(path, as_version=4).cells])
     assert "<script" not in outputs and "onerror" not in outputs.lower()
     assert "application/javascript" not in outputs
 
 
-def test_no_feedback_shows_reference_code(hostile):
+def test_no_feedback_shows_reference_code(make_grade_half):
     """Feedback of attackers that print all they can find: their own code and verdicts, never the
     reference or a hidden test."""
-    root = hostile["make grade"]["root"]
+    root = make_grade_half["root"]
     files = [root / "feedback" / f"attack_{name}" / LESSON / f"{LESSON}.html" for name in FEEDBACK_READERS]
     assert all(f.is_file() for f in files), [str(f) for f in files if not f.is_file()]
     reference = leaks.reference_lines()
@@ -269,9 +280,9 @@ def test_no_feedback_shows_reference_code(hostile):
         assert not found, (path, found[:3])
 
 
-def test_a_later_run_grades_as_before(hostile):
+def test_a_later_run_grades_as_before(make_grade_half):
     """After every attack, grading the correct learner again gives the same full marks."""
-    again, scores = hostile["make grade"]["again"]
+    again, scores = make_grade_half["again"]
     assert again.returncode == 0, again.stdout[-3000:]
     correct = _points(scores, CORRECT, TESTS["softmax"] + TESTS["contextualize"])
     assert all(v == (3.0, False) for v in correct.values()), correct
@@ -280,7 +291,7 @@ def test_a_later_run_grades_as_before(hostile):
 @pytest.mark.parametrize("way", WAYS)
 def test_the_grader_secret_never_reached_a_kernel(hostile, way):
     """The grader's environment (a stand-in for a gradebook password) is invisible to kernels."""
-    root = hostile[way]["root"]
+    root = hostile["root"]
     nb = nbformat.read(root / "autograded" / "attack_grader_secrets" / LESSON / f"{LESSON}.ipynb", as_version=4)
     outputs = json.dumps([c.get("outputs", []) for c in nb.cells])
     assert "found the secret" not in outputs and SECRET not in outputs
@@ -289,8 +300,8 @@ def test_the_grader_secret_never_reached_a_kernel(hostile, way):
 @pytest.mark.parametrize("way", WAYS)
 def test_a_crash_is_named_and_costs_its_exercise_only(hostile, way):
     """The segfaulting softmax is named in grading-notes.json; contextualize keeps its points."""
-    root = hostile[way]["root"]
+    root = hostile["root"]
     notes = json.loads((root / "autograded" / "attack_segfault" / LESSON / "grading-notes.json").read_text())
     assert notes["crashed_cells"] or any(v["kind"] == "crashed" for v in notes["verdicts"].values()), notes
-    assert _points(hostile[way]["scores"], "attack_segfault", TESTS["contextualize"]) == \
+    assert _points(hostile["scores"], "attack_segfault", TESTS["contextualize"]) == \
         {"contextualize_matches_reference": (3.0, False)}

@@ -1,6 +1,6 @@
 """``DaskPool``: grading jobs on a Dask distributed cluster, with ``LocalPool``'s interface.
 
-``make grade --scheduler tcp://HOST:8786`` (or ``ATTENTION_DASK_SCHEDULER``) hands every
+``make grade --scheduler tls://HOST:8786`` (or ``c.DaskCluster.scheduler``) hands every
 grading job to the cluster's workers instead of this machine's cores. A job is self-contained
 (``jobs.GradingJob``: the submission, its lesson's template gradebook, the configuration) and its
 outcome comes back whole, so workers share no filesystem with the course and this process stays
@@ -14,8 +14,8 @@ away raises ``ClusterLost``, after the outcomes already received were handed ove
 
 Trust: the cluster answers only holders of the course's certificates (``cluster_tls``: mutual TLS,
 encryption required); a ``tcp://`` scheduler is refused unless the instructor asks for it
-(``insecure``). What comes back is data: a job's outcome in ``wire`` form (JSON and file bytes,
-parsed against ``JobOutcome``'s types, within ``max_outcome_bytes``), checked against the job it
+(``DaskCluster.insecure``). What comes back is data: a job's outcome in ``wire`` form (JSON and
+file bytes, parsed against ``JobOutcome``'s types, within ``DaskCluster.max_outcome_bytes``), checked against the job it
 answers. This process unpickles nothing a worker wrote (``refuse_pickles``): Dask's own messages
 may carry pickles (task errors, result types), which are read here only when they need no code.
 """
@@ -28,7 +28,7 @@ import uuid
 from concurrent.futures import CancelledError
 from pathlib import PurePosixPath
 
-from traitlets import Integer
+from traitlets import Bool, Float, Int, Unicode
 from traitlets.config import Configurable
 
 from .errors import ClusterError
@@ -36,11 +36,28 @@ from .jobs import JobOutcome
 from .paths import INSTRUCTOR_DIR
 from .wire import WireError, decode
 
-SCHEDULER_VARIABLE = "ATTENTION_DASK_SCHEDULER"
-CONNECT_TIMEOUT = 30          # seconds to reach the scheduler
-NO_WORKER_PATIENCE = 120      # seconds jobs may wait with no worker able to grade them
-IN_FLIGHT_PER_THREAD, IN_FLIGHT_MINIMUM = 2, 8     # jobs on the cluster at once: per able thread, at least
 SHIPPED = (("grading", "attention_grading"), ("reference", "attention_reference"))
+
+
+class DaskCluster(Configurable):
+    """Grading on a Dask cluster (``c.DaskCluster.<name>``; ``make grade --scheduler`` overrides
+    ``scheduler``, ``--insecure-cluster`` sets ``insecure``)."""
+
+    scheduler = Unicode("", help="Address of the Dask scheduler whose workers grade (tls://HOST:8786); "
+                        "empty: grade on this machine. nbgrader_config.py reads ATTENTION_DASK_SCHEDULER.").tag(config=True)
+    insecure = Bool(False, help="Accept a scheduler that is not tls:// (neither authenticated nor encrypted: "
+                    "whoever reaches it can run code on its workers and forge grades). Refused "
+                    "otherwise.").tag(config=True)
+    connect_timeout = Float(30.0, help="Seconds to reach the scheduler.").tag(config=True)
+    no_worker_patience = Float(120.0, help="Seconds jobs may wait with no worker able to grade them before "
+                               "the run stops.").tag(config=True)
+    in_flight_per_thread = Int(2, help="Jobs on the cluster at once, per able worker thread (a job holds a "
+                               "submission and a gradebook).").tag(config=True)
+    in_flight_minimum = Int(8, help="Jobs on the cluster at once, at least.").tag(config=True)
+    max_outcome_bytes = Int(512 * 2**20, help="Bytes a worker's answer for one grading job may have (the "
+                            "autograded notebook and the notes); a larger answer fails that job.").tag(config=True)
+    max_outcome_header_bytes = Int(16 * 2**20, help="Bytes of the JSON part of a worker's answer for one job "
+                                   "(scores, checks, notes); a larger one fails that job.").tag(config=True)
 
 
 class ClusterLost(RuntimeError):
@@ -155,30 +172,21 @@ def scheme_of(address):
     return address.split("://", 1)[0].lower() if "://" in address else "tcp"
 
 
-class DaskPool(Configurable):
-    """Jobs on the Dask cluster at ``address``; ``job_timeout``: seconds a job may take.
+class DaskPool:
+    """Jobs on the Dask cluster at ``address``; ``job_timeout``: seconds a job may take;
+    ``settings``: the course's ``DaskCluster``; ``tls_folder``: the course's cluster certificates
+    (``cluster_tls``), required for a ``tls://`` scheduler (any other is refused unless
+    ``settings.insecure``)."""
 
-    ``tls_folder``: the course's cluster certificates (``cluster_tls``), required for a ``tls://``
-    scheduler; ``insecure``: the instructor's explicit consent to a ``tcp://`` one (neither
-    authenticated nor encrypted), refused otherwise."""
-
-    max_outcome_bytes = Integer(512 * 2**20, help="Bytes a Dask worker's answer for one grading job may "
-                                "have (the autograded notebook and the notes); a larger answer fails that "
-                                "job.").tag(config=True)
-    max_outcome_header_bytes = Integer(16 * 2**20, help="Bytes of the JSON part of a Dask worker's answer "
-                                       "for one job (scores, checks, notes); a larger one fails that "
-                                       "job.").tag(config=True)
-
-    def __init__(self, address, job_timeout=None, sandboxed=True, log=print, *, tls_folder=None,
-                 insecure=False, config=None):
-        super().__init__(config=config)
+    def __init__(self, address, job_timeout=None, sandboxed=True, log=print, settings=None, tls_folder=None):
         import cloudpickle
         from distributed import Client
 
         from . import cluster_tls, cluster_worker       # import distributed (most of a second): only here
 
+        self.settings = settings or DaskCluster()
         self.address, self.log = address, log
-        if check_address(address, insecure) == "tls":
+        if check_address(address, self.settings.insecure) == "tls":
             security = cluster_tls.security(tls_folder, "client")
         else:
             security = None
@@ -188,7 +196,7 @@ class DaskPool(Configurable):
         try:
             # Results arrive as msgpack only (the workers serialise them so: deserializers are
             # sent along with every request), fetched from the workers that hold them.
-            self.client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False, security=security,
+            self.client = Client(address, timeout=self.settings.connect_timeout, set_as_default=False, security=security,
                                  serializers=["msgpack"], deserializers=["msgpack"], direct_to_workers=True)
         except (OSError, TimeoutError) as exc:
             hint = (" If the scheduler is up, check that it and make grade use certificates of the same "
@@ -225,7 +233,7 @@ class DaskPool(Configurable):
     def run(self, function, jobs, progress):
         """Yield ``(job, outcome)`` for every job, as they finish (the interface of LocalPool.run).
 
-        At most ``IN_FLIGHT_PER_THREAD`` jobs per able worker thread are on the cluster at a time:
+        At most ``DaskCluster.in_flight_per_thread`` jobs per able worker thread are on the cluster at a time:
         a job holds a submission and a gradebook, and a class may have tens of thousands."""
         from distributed import as_completed
 
@@ -233,7 +241,8 @@ class DaskPool(Configurable):
         finished = as_completed(loop=self.client.loop)
 
         def top_up():
-            while waiting and len(futures) < max(IN_FLIGHT_MINIMUM, IN_FLIGHT_PER_THREAD * self.workers):
+            limit = max(self.settings.in_flight_minimum, self.settings.in_flight_per_thread * self.workers)
+            while waiting and len(futures) < limit:
                 job = waiting.pop()
                 key = f"attention-grade-{job.student}-{job.lesson}-{uuid.uuid4().hex[:8]}"
                 future = self.client.submit(self._task, self.name, pickle.dumps((function, job)), key=key,
@@ -273,7 +282,7 @@ class DaskPool(Configurable):
             if name == "KilledWorker":
                 return job.failure("grading this submission killed every worker that tried it", retry=False)
             return job.failure(f"the cluster could not run this job: {name}: {text}"[:300])
-        return parse_reply(job, reply, self.max_outcome_bytes, self.max_outcome_header_bytes)
+        return parse_reply(job, reply, self.settings.max_outcome_bytes, self.settings.max_outcome_header_bytes)
 
 
     def _check_cluster(self, idle_since):
@@ -289,9 +298,9 @@ class DaskPool(Configurable):
             self.workers = able
             return None
         idle_since = idle_since or time.monotonic()
-        if time.monotonic() - idle_since > NO_WORKER_PATIENCE:
+        if time.monotonic() - idle_since > self.settings.no_worker_patience:
             raise ClusterLost(f"no worker of the Dask cluster at {self.address} able to grade has been "
-                              f"there for {NO_WORKER_PATIENCE} s")
+                              f"there for {self.settings.no_worker_patience:g} s")
         return idle_since
 
     def close(self):

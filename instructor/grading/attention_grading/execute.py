@@ -26,13 +26,13 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Dict, Integer, Unicode
+from traitlets import Bool, Dict, Float, Integer, Unicode
 
 from . import sandbox
 from . import spec as spec_module
 from .case_secret import course_secret, notebook_digest
 from .cells import CellPlan, error_output, grade_id, has_error, mentions, split_hidden
-from .hidden_tests import Conversation, KernelSession, StopTest, decide, plan_calls
+from .hidden_tests import Conversation, ConversationLimits, KernelSession, StopTest, decide, plan_calls
 from .kernels import KernelSandboxError, SandboxedKernelManager, SandboxRequest
 from .recovery import KernelRecovery
 from .results import CRASHED, NOT_RUN, REFUSED, TIMEOUT, Flag, NotebookNotes, Verdict
@@ -45,8 +45,12 @@ class GuardedExecute(KernelRecovery, Execute):
 
     notebook_timeout = Integer(600, help="Seconds for the whole notebook; later cells are not run.").tag(config=True)
     hidden_test_timeout = Integer(None, allow_none=True,
-                                  help="Seconds for each call of a hidden test (default: Execute.timeout; "
-                                       "the measurement calls get four times that).").tag(config=True)
+                                  help="Seconds for each case of a hidden test (default: Execute.timeout), "
+                                       "times the test's own time_factor (lesson 07's training: 6, lesson "
+                                       "08's tiles: 3).").tag(config=True)
+    measurement_timeout_factor = Float(4.0, help="The batch of a hidden test's measurement calls (lesson 03's "
+                                       "determinism, lesson 08's memory) gets this many times a case's "
+                                       "time.").tag(config=True)
     max_stream_chars = Integer(100_000, help="Printed characters kept per cell.").tag(config=True)
     max_outputs = Integer(50, help="Outputs kept per cell.").tag(config=True)
     max_restarts = Integer(12, help="Fresh kernels per notebook after crashes or hangs.").tag(config=True)
@@ -57,7 +61,9 @@ class GuardedExecute(KernelRecovery, Execute):
     sandbox = Bool(True, help="Run every kernel in the operating-system sandbox. Set False only "
                    "where the machine cannot sandbox (every run then warns): learner code would "
                    "run with the grader's rights.").tag(config=True)
-    sandbox_limits = Dict(help="Overrides of sandbox.limits.Limits (memory_bytes, cpu_seconds, ...).").tag(config=True)
+    sandbox_limits = Dict(help="Values for the sandbox's limits (sandbox.limits.Limits: memory_bytes, "
+                          "cpu_seconds, ...; the README's settings table lists each), e.g. "
+                          "{'memory_bytes': 2 << 30}.").tag(config=True)
     case_secret = Unicode("", help="The course's secret (hex) from which each submission's hidden-test "
                           "cases are drawn; default: instructor/hidden-cases.secret of the course, made "
                           "on first use (make grade passes it to every job).").tag(config=True)
@@ -222,9 +228,10 @@ class GuardedExecute(KernelRecovery, Execute):
         g = spec_module.case_generator(self._secret, self._submission, name)
         cases = spec.cases(g)
         batches, callbacks, extra = plan_calls(spec, cases, g)
+        limits = ConversationLimits(parent=self)
         conversation = Conversation(spec, self._reference, batches, callbacks, self._completed, len(cases),
-                                    extra)
-        session = KernelSession(self.kc, self.km)
+                                    extra, limits)
+        session = KernelSession(self.kc, self.km, limits.max_message_bytes)
         started = monotonic()
         timeout = self.hidden_test_timeout or self.timeout or 30
         if name in self._crashing:      # it already hung or crashed a kernel in this notebook
@@ -232,7 +239,8 @@ class GuardedExecute(KernelRecovery, Execute):
         stopped = None
         try:
             try:
-                run_sync(session.run)(conversation, timeout, until=max(self._deadline, monotonic() + 1))
+                run_sync(session.run)(conversation, timeout, until=max(self._deadline, monotonic() + 1),
+                                      measurement_factor=self.measurement_timeout_factor)
             except StopTest:
                 raise
             except Exception as exc:    # a message the grader cannot read

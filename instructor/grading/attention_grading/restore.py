@@ -7,7 +7,7 @@ earlier cell that is still there, as runnable code. A deleted solution cell is n
 stored source is the instructor's); it is reported instead, and its tests fail with a NameError.
 What was restored is recorded in the notebook's metadata for ``grading-notes.json``.
 """
-from nbformat.notebooknode import NotebookNode
+import nbformat
 from nbgrader import utils
 from nbgrader.preprocessors import OverwriteCells
 
@@ -80,7 +80,7 @@ class RestoreCells(OverwriteCells):
                 "source": source_cell.source, "id": f"restored-{source_cell.name}"[:64]}
         if source_cell.cell_type == "code":
             cell.update(outputs=[], execution_count=None)
-        cell = NotebookNode(cell)
+        cell = nbformat.from_dict(cell)     # nested nodes too (metadata.nbgrader)
         if utils.is_solution(cell):  # a deleted written answer comes back empty
             cell.source = "YOUR ANSWER HERE"
         return cell
