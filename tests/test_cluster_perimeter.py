@@ -83,7 +83,7 @@ def perimeter(tmp_path_factory):
     base = tmp_path_factory.mktemp("perimeter")
     root = copy_course(base / "course")
     with open(root / "nbgrader_config.py", "a") as config:
-        config.write(f"\nc.DaskPool.max_outcome_bytes = {MAX_OUTCOME_BYTES}\n")
+        config.write(f"\nc.DaskCluster.max_outcome_bytes = {MAX_OUTCOME_BYTES}\n")
     certificates, made = _cluster_certificates(root)
     other = copy_course(base / "other-course")          # another course's authority (a learner's own)
     other_certificates, _ = _cluster_certificates(other)

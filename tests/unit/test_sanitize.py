@@ -1,18 +1,18 @@
 """The sanitiser (``attention_grading.sanitize``), step by step, in process (each well under a second).
 
-What it stores is read back here the way a browser reads it (html5lib, the HTML5 parsing
-algorithm browsers follow, through bleach's copy of it: entities decoded in attribute values), and
-no attribute may hold a ``javascript:``, ``vbscript:`` or ``data:`` URL or a CSS ``url()``, however
-the learner wrote it. Notebook cells are built here (``answer_cell``, ``locked_cell``).
+What it stores is read back here the way a browser reads it (``tests/markup.py``: entities
+decoded in attribute values as the HTML5 parsing algorithm decodes them), and no attribute may
+hold a ``javascript:``, ``vbscript:`` or ``data:`` URL or a CSS ``url()``, however the learner
+wrote it. Cells come from the unit tests' factories (``factories``).
 """
-import re
-
 import nbformat
 import pytest
-from bleach._vendor import html5lib
+from markup import as_a_browser_reads, script_urls
 from nbgrader.utils import compute_checksum, determine_grade
 
 from attention_grading.sanitize import SanitizeLearnerHTML, active_content, clean, rendered
+
+from . import factories
 
 # Every way we know to write a script or data URL so that a browser still reads it as one.
 URL_ATTACKS = {
@@ -53,40 +53,6 @@ URL_ATTACKS = {
     "event handler": '<img src=x onerror="alert(1)">',
     "script": '<script>alert(1)</script>',
 }
-DANGEROUS = re.compile(r"^(javascript|vbscript|data|livescript|mocha):")
-STRIPPED = re.compile(r"[\x00-\x20\x7f]+")
-
-
-def as_a_browser_reads(fragment):
-    """Every (tag, attribute, value) in ``fragment``, parsed by the HTML5 algorithm (entities
-    decoded as a browser decodes them)."""
-    tree = html5lib.parseFragment(fragment, namespaceHTMLElements=False)
-    found = []
-    for element in tree.iter():
-        if isinstance(element.tag, str):
-            tag = element.tag.split("}")[-1]
-            found.append((tag, None, None))
-            found += [(tag, name.split("}")[-1], value) for name, value in element.attrib.items()]
-    return found
-
-
-def script_urls(fragment):
-    """What in ``fragment`` a browser could run or load as a script or data URL."""
-    bad = []
-    for tag, name, value in as_a_browser_reads(fragment):
-        if name is None:
-            if tag in ("script", "iframe", "object", "embed", "base", "meta", "form", "svg", "math"):
-                bad.append(f"<{tag}>")
-            continue
-        scheme = STRIPPED.sub("", value).lower()
-        css = re.sub(r"\\([0-9a-f]{1,6})\s?", lambda m: chr(int(m.group(1), 16)), value.lower())
-        css = re.sub(r"/\*.*?\*/", "", css)
-        if (name.startswith("on") or DANGEROUS.match(scheme) or "url(" in css or "expression(" in css
-                or name in ("srcset", "formaction", "action", "srcdoc", "id")):
-            bad.append(f"<{tag} {name}={value!r}>")
-    return bad
-
-
 @pytest.mark.parametrize("attack", list(URL_ATTACKS))
 def test_no_script_or_data_url_survives_in_any_attribute(attack):
     """Each way of writing a script, vbscript or data URL, a CSS url() or a handler: gone from
@@ -120,19 +86,15 @@ def test_harmless_markup_keeps_its_meaning():
     assert not any(n == "id" for _, n, _ in reading)
 
 
-def answer_cell(source, grade_id="row_softmax_answer", released="YOUR ANSWER HERE"):
-    """A written answer (solution + grade markdown cell) whose checksum is the released stub's,
-    as nbgrader's OverwriteCells leaves it."""
-    cell = nbformat.v4.new_markdown_cell(released)
-    cell.metadata["nbgrader"] = {"grade": True, "solution": True, "locked": False, "grade_id": grade_id,
-                                 "points": 1, "schema_version": 3, "task": False}
-    cell.metadata.nbgrader["checksum"] = compute_checksum(cell)
-    cell.source = source
-    return cell
+def answer_cell(source):
+    """The written answer ``row_softmax_answer`` holding ``source``, its checksum the released
+    stub's (as nbgrader's OverwriteCells leaves it)."""
+    return factories.written_answer("row_softmax_answer", source)
 
 
 def locked_cell(source):
-    cell = nbformat.v4.new_markdown_cell(source)
+    """A locked markdown cell of the course (restored from the gradebook when graded)."""
+    cell = factories.prose(source)
     cell.metadata["nbgrader"] = {"grade": False, "solution": False, "locked": True, "grade_id": "intro",
                                  "schema_version": 3, "task": False}
     cell.metadata.nbgrader["checksum"] = compute_checksum(cell)
@@ -140,7 +102,7 @@ def locked_cell(source):
 
 
 def sanitised(*cells):
-    nb = nbformat.v4.new_notebook(cells=list(cells))
+    nb = factories.notebook(*cells)
     nb, _ = SanitizeLearnerHTML().preprocess(nb, {})
     return nb.cells
 
@@ -149,13 +111,13 @@ def test_every_learner_markdown_cell_is_stored_as_the_sanitisers_output():
     """A written answer, a cell the learner added and unlocked prose: each stored as its
     rendered and cleaned HTML, harmless or not, attachments dropped."""
     hostile = '<a href="javascript&colon;fetch(\'/api/contents/\')">my derivation</a>'
-    answer, added, harmless = sanitised(answer_cell(hostile), nbformat.v4.new_markdown_cell(hostile),
-                                        nbformat.v4.new_markdown_cell("Plain **words**."))
+    answer, added, harmless = sanitised(answer_cell(hostile), factories.prose(hostile),
+                                        factories.prose("Plain **words**."))
     for cell in (answer, added):
         assert cell.source == clean(rendered(hostile)) and "my derivation" in cell.source
         assert not script_urls(rendered(cell.source))
     assert harmless.source == clean(rendered("Plain **words**.")) == "<p>Plain <strong>words</strong>.</p>\n"
-    with_attachment = nbformat.v4.new_markdown_cell("Pasted: ![x](attachment:x.html) ![y](attachment:gone.png)")
+    with_attachment = factories.prose("Pasted: ![x](attachment:x.html) ![y](attachment:gone.png)")
     with_attachment["attachments"] = {"x.html": {"text/html": "PHNjcmlwdD4="}}
     (stored,) = sanitised(with_attachment)
     assert "attachments" not in stored and "Pasted:" in stored.source and not script_urls(stored.source)
@@ -181,7 +143,7 @@ def test_a_blank_answer_still_counts_as_blank_and_course_text_is_untouched():
 def test_a_forged_locked_flag_or_checksum_does_not_spare_a_cell():
     """A cell that says it is locked but has no grade_id, or whose checksum does not match its
     source, is the learner's: sanitised."""
-    fake = nbformat.v4.new_markdown_cell("<script>alert(1)</script>")
+    fake = factories.prose("<script>alert(1)</script>")
     fake.metadata["nbgrader"] = {"locked": True, "checksum": "0" * 32}
     stale = locked_cell("## Lesson")
     stale.source = "<script>alert(1)</script>"
@@ -193,7 +155,7 @@ def test_a_second_pass_at_feedback_time_changes_nothing_that_matters():
     """Sanitising the stored output again (generate_feedback does) keeps it inert, keeps blank
     answers blank and settles (a third pass equals the second)."""
     first = sanitised(answer_cell("YOUR ANSWER HERE"), answer_cell("Rows *sum* to one: $a<b$."),
-                      nbformat.v4.new_markdown_cell(URL_ATTACKS["named entity colon"]))
+                      factories.prose(URL_ATTACKS["named entity colon"]))
     second = sanitised(*[nbformat.from_dict(dict(c)) for c in first])
     third = sanitised(*[nbformat.from_dict(dict(c)) for c in second])
     assert second[0].source == "YOUR ANSWER HERE" and determine_grade(second[0]) == (0, 1.0)
@@ -205,9 +167,8 @@ def test_a_second_pass_at_feedback_time_changes_nothing_that_matters():
 def test_learner_outputs_are_cleaned_and_a_malformed_image_is_dropped():
     """An HTML output with a script link is cleaned; an image that is not base64 is dropped
     (not a KeyError); text passes."""
-    cell = nbformat.v4.new_code_cell("display(...)")
-    cell.outputs = [nbformat.v4.new_output("display_data", data={
-        "text/html": URL_ATTACKS["decimal entity"], "image/png": "not base64!", "text/plain": "x"})]
+    cell = factories.plain_code("display(...)", outputs=[factories.result(
+        {"text/html": URL_ATTACKS["decimal entity"], "image/png": "not base64!", "text/plain": "x"}, kind="display_data")])
     (out,) = sanitised(cell)
     data = out.outputs[0]["data"]
     assert set(data) == {"text/html", "text/plain"} and not script_urls(data["text/html"])
