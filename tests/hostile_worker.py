@@ -14,7 +14,7 @@ their workers), a result's type and a warning event among them; and the job of e
 - ``v-not-a-reply``: raw bytes; ``v-garbage``: a reply whose outcome is not one;
 - ``v-someone-else``: the honest outcome relabelled as another learner's (``alice``);
 - ``v-escape``: the honest outcome with a file named ``../../../hostile-mark-escaped``;
-- ``v-oversized``: the honest outcome padded past the course's ``DaskPool.max_outcome_bytes``.
+- ``v-oversized``: the honest outcome padded past the course's ``DaskCluster.max_outcome_bytes``.
 
 Every other learner is graded honestly (through the run's own grader), lies around it included.
 """

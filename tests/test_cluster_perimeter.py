@@ -27,7 +27,7 @@ from grading_helpers import LESSON, copy_course, env_for, grade_table, lesson_po
 pytestmark = [pytest.mark.nbgrader, pytest.mark.cluster]
 
 HOSTILE_WORKER = Path(__file__).with_name("hostile_worker.py")
-MAX_OUTCOME_BYTES = 8 * 2**20      # the course copy's DaskPool.max_outcome_bytes; the worker pads past it
+MAX_OUTCOME_BYTES = 8 * 2**20      # the course copy's DaskCluster.max_outcome_bytes; the worker pads past it
 
 #: learner -> what make grade must say about their job (the hostile worker's reply for them).
 VARIANTS = {
