@@ -98,7 +98,7 @@ def traces():
 
 
 CORRECT = "solution"            # the correct learner graded beside every attack
-FEEDBACK_READERS = ("print_everything_into_feedback", "script_in_output", "grader_secrets")
+FEEDBACK_READERS = ("print_everything_into_feedback", "script_in_output", "script_in_answer", "grader_secrets")
 
 
 def write_attacks(root):
