@@ -22,9 +22,10 @@ def as_a_browser_reads(fragment):
     return found
 
 
-def script_urls(fragment):
+def script_urls(fragment, ids=True):
     """What in ``fragment`` a browser could run, or load as a script or data URL: elements that
-    run or embed, handlers, script and data URLs (however encoded), CSS url() and expression()."""
+    run or embed, handlers, script and data URLs (however encoded), CSS url() and expression();
+    with ``ids``, element ids too (learner markup may not carry them; a whole page's template does)."""
     bad = []
     for tag, name, value in as_a_browser_reads(fragment):
         if name is None:
@@ -35,6 +36,6 @@ def script_urls(fragment):
         css = re.sub(r"\\([0-9a-f]{1,6})\s?", lambda m: chr(int(m.group(1), 16)), value.lower())
         css = re.sub(r"/\*.*?\*/", "", css)
         if (name.startswith("on") or DANGEROUS.match(scheme) or "url(" in css or "expression(" in css
-                or name in ("srcset", "formaction", "action", "srcdoc", "id")):
+                or name in ("srcset", "formaction", "action", "srcdoc") or (ids and name == "id")):
             bad.append(f"<{tag} {name}={value!r}>")
     return bad
