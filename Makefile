@@ -10,8 +10,9 @@ export PATH := $(abspath $(BIN)):$(PATH)
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 LAB_ARGS ?=
 TEST_ARGS ?=
+CERT_ARGS ?=
 
-.PHONY: lab test test-all system-packages release grade feedback formgrader new-lesson clean
+.PHONY: lab test test-all system-packages release grade feedback formgrader new-lesson cluster-certs clean
 
 $(STAMP): pyproject.toml constraints.txt instructor/grading/pyproject.toml
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
@@ -43,7 +44,7 @@ release: $(STAMP)
 	@mkdir -p .exchange
 	$(PYTHON) -m attention_grading.release
 
-## grade: autograde submitted/ (here, or on a Dask cluster: GRADE_ARGS="--scheduler tcp://HOST:8786"), write feedback/, grades.csv and grades-by-learner.csv, print a table per student
+## grade: autograde submitted/ (here, or on a Dask cluster: GRADE_ARGS="--scheduler tls://HOST:8786"), write feedback/, grades.csv and grades-by-learner.csv, print a table per student
 grade: $(STAMP)
 	$(PYTHON) -m attention_grading.grade $(GRADE_ARGS)
 
@@ -55,10 +56,14 @@ new-lesson: $(STAMP)
 feedback: $(STAMP)
 	$(PYTHON) -m attention_grading.grade --feedback-only $(GRADE_ARGS)
 
-## formgrader: JupyterLab at the course root, for instructors (Nbgrader menu → Formgrader)
+## cluster-certs: the Dask cluster's certificate authority and per-role certificates (instructor/cluster-tls/)
+cluster-certs: $(STAMP)
+	$(PYTHON) -m attention_grading.cluster_tls $(CERT_ARGS)
+
+## formgrader: JupyterLab at the course root, for instructors (Nbgrader menu → Formgrader), learner content under a Content-Security-Policy
 formgrader: $(STAMP)
 	@mkdir -p .exchange
-	$(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) $(LAB_ARGS)
+	$(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) --ServerApp.jpserver_extensions=attention_grading.formgrader_csp=True $(LAB_ARGS)
 
 clean:
 	rm -rf $(VENV) autograded feedback grades.csv grades-by-learner.csv grading-report gradebook.db .exchange

@@ -94,13 +94,14 @@ def test_installed_package_has_no_reference_or_hidden_tests(wheel):
 
 LESSON_PACKAGES = {"numpy", "matplotlib", "ipywidgets", "tqdm", "jupyterlab", "notebook", "nbgrader",
                    "jsonschema"}
-INSTRUCTOR_TOOLS = {"pytest", "nbval", "playwright", "psycopg2-binary", "scipy", "distributed", "latex2mathml"}
+INSTRUCTOR_TOOLS = {"pytest", "nbval", "playwright", "psycopg2-binary", "scipy", "distributed", "latex2mathml",
+                    "cryptography"}
 
 
 def test_learner_install_brings_the_lessons_packages_and_the_extra_the_tools(wheel):
     """`pip install .` requires what the lessons need and nothing else; pytest, nbval, Playwright,
-    psycopg2, scipy, Dask's distributed and latex2mathml come only with `pip install .[instructor]`;
-    each as pyproject.toml asks."""
+    psycopg2, scipy, Dask's distributed, latex2mathml and cryptography come only with
+    `pip install .[instructor]`; each as pyproject.toml asks."""
     import email
     import tomllib
 

@@ -12,7 +12,8 @@ and not the hidden test code, the reference, or where the instructor's files liv
 - ``FigureOutputs``: a figure the grader drew (the learner's own cells, ``GuardedExecute``) is
   shown as a picture, up to a size; one it did not draw (the lesson's own) says so in words;
 - ``FeedbackExporter``: nbgrader's feedback page, with those names (``templates/attention_feedback``),
-  formulas as MathML (``maths``: no script, readable offline), long lines wrapped.
+  formulas as MathML (``maths``: no script, readable offline), long lines wrapped, and a
+  Content-Security-Policy (``csp.FEEDBACK_POLICY``) that runs no script but the course's own files.
 """
 import base64
 import re
@@ -140,3 +141,10 @@ class FeedbackExporter(HTMLExporter):
             path=context.get("resources", {}).get("metadata", {}).get("path", ""),
             anchor_link_text=self.anchor_link_text, exclude_anchor_links=self.exclude_anchor_links,
             **self.lexer_options)
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        """The page, with the course's Content-Security-Policy first in its head."""
+        from .csp import with_meta
+
+        page, resources = super().from_notebook_node(nb, resources, **kw)
+        return with_meta(page), resources

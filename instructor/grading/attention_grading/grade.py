@@ -4,8 +4,8 @@ learner, for a learning-management system) and a report.
 Usage: python -m attention_grading.grade [--root DIR] [--workers N] [--lesson ID ...]
                                          [--student ID ...] [--force] [--db-url URL]
                                          [--job-timeout SECONDS] [--unsandboxed]
-                                         [--scheduler tcp://HOST:8786] [--feedback-only]
-                                         [--new-gradebook] [--wait]
+                                         [--scheduler tls://HOST:8786] [--insecure-cluster]
+                                         [--feedback-only] [--new-gradebook] [--wait]
                                          [--no-feedback] [--no-report]
 
 A run reads top to bottom: plan (``intake``: what is in ``submitted/``; what is graded already,
@@ -38,7 +38,8 @@ from . import gradebook as books
 from . import pages
 from . import safekeeping
 from . import standing as standings
-from .cluster import ClusterLost, DaskCluster, DaskPool
+from .cluster import ClusterLost, DaskCluster, DaskPool, check_address
+from .cluster_tls import ClusterTLS
 from traitlets import Float, Int
 from traitlets.config import Configurable
 
@@ -178,19 +179,26 @@ def open_course(root, db_url, unsandboxed, log):
 class _Pools:
     """The workers of a run, started when first needed: this machine's, or a Dask cluster's.
     ``workers``, ``job_timeout`` and ``scheduler`` override the course's settings (``GradingRun``,
-    ``DaskCluster``)."""
+    ``DaskCluster``); ``insecure_cluster`` accepts a ``tcp://`` scheduler. A scheduler address the
+    course refuses is refused here, before anything is done."""
 
-    def __init__(self, config, workers, job_timeout, scheduler, sandboxed, log):
+    def __init__(self, course, workers, job_timeout, scheduler, sandboxed, log, insecure_cluster=False):
+        config = course.config
         settings, self.cluster = GradingRun(config=config), DaskCluster(config=config)
         workers = workers or settings.workers or os.cpu_count() or 1
         scheduler = self.cluster.scheduler if scheduler is None else scheduler
+        self.cluster.insecure = self.cluster.insecure or insecure_cluster
+        if scheduler:
+            check_address(scheduler, self.cluster.insecure)
+        self.tls_folder = ClusterTLS(config=config).path(course.root)
         self.args = workers, job_timeout or settings.job_timeout, scheduler, sandboxed, log
         self.pool = None
 
     def get(self):
         if self.pool is None:
             workers, job_timeout, scheduler, sandboxed, log = self.args
-            self.pool = (DaskPool(scheduler, job_timeout, sandboxed=sandboxed, log=log, settings=self.cluster)
+            self.pool = (DaskPool(scheduler, job_timeout, sandboxed=sandboxed, log=log, settings=self.cluster,
+                                  tls_folder=self.tls_folder)
                          if scheduler else LocalPool(workers, job_timeout))
         return self.pool
 
@@ -202,20 +210,21 @@ class _Pools:
 
 def grade(root=None, lessons=None, students=None, workers=None, force=False, db_url=None,
           feedback=True, report=True, job_timeout=None, unsandboxed=False, scheduler=None,
-          feedback_only=False, new_gradebook=False, wait=False, log=print):
+          feedback_only=False, new_gradebook=False, wait=False, insecure_cluster=False, log=print):
     """Grade what is selected; write the class's grades.csv and report; return a ``GradeRun``.
     ``workers``, ``job_timeout`` and ``scheduler`` (the address of a Dask scheduler whose workers
-    grade instead of this machine) override the course's settings (``GradingRun``, ``DaskCluster``);
+    grade instead of this machine: ``tls://``, with the course's certificates) override the course's
+    settings (``GradingRun``, ``DaskCluster``); ``insecure_cluster`` accepts a ``tcp://`` one;
     ``feedback_only``: grade nothing, only render the pages whose grades changed (``make
     feedback``); ``new_gradebook``: start a new gradebook although autograded/ holds results."""
     t0 = time.time()
     course, sandboxed = open_course(root, db_url, unsandboxed, log)
     lessons = _select(course.lessons, lessons)
+    pools = _Pools(course, workers, job_timeout, scheduler, sandboxed, log, insecure_cluster)
     with safekeeping.course_lock(course.root, wait, log):
         safekeeping.check_gradebook(course.db_url, course.course_id, course.root, allow_new=new_gradebook)
         backup = safekeeping.GradebookBackup(config=course.config).make(course.db_url)
-        run = _run(course, lessons, students, force, feedback, report, sandboxed, feedback_only,
-                   _Pools(course.config, workers, job_timeout, scheduler, sandboxed, log), log)
+        run = _run(course, lessons, students, force, feedback, report, sandboxed, feedback_only, pools, log)
         run.backup = backup
     run.seconds = time.time() - t0
     print_summary(run, log)
@@ -473,8 +482,11 @@ def main(argv=None):
                              "your rights: only for submissions you trust)")
     parser.add_argument("--scheduler", default=None,
                         help="grade on the workers of the Dask scheduler at this address, e.g. "
-                             "tcp://HOST:8786 (default: c.DaskCluster.scheduler, which nbgrader_config.py "
+                             "tls://HOST:8786 (default: c.DaskCluster.scheduler, which nbgrader_config.py "
                              "reads from ATTENTION_DASK_SCHEDULER; else this machine)")
+    parser.add_argument("--insecure-cluster", action="store_true",
+                        help="accept a tcp:// scheduler, neither authenticated nor encrypted (anyone who "
+                             "reaches it can run code on its workers and forge grades)")
     parser.add_argument("--no-feedback", action="store_true", help="write no feedback pages")
     parser.add_argument("--feedback-only", action="store_true",
                         help="grade nothing: render again the feedback pages whose grades, comments or "
@@ -495,7 +507,7 @@ def main(argv=None):
         run = grade(args.root, args.lesson, args.student, args.workers, args.force, args.db_url,
                     feedback=not args.no_feedback, report=not args.no_report, job_timeout=args.job_timeout,
                     unsandboxed=args.unsandboxed, scheduler=args.scheduler, feedback_only=args.feedback_only,
-                    new_gradebook=args.new_gradebook, wait=args.wait)
+                    new_gradebook=args.new_gradebook, wait=args.wait, insecure_cluster=args.insecure_cluster)
     except CourseError as exc:
         print(str(exc), file=sys.stderr)
         return exc.exit_status

@@ -57,13 +57,16 @@ class GradingJob:
 @dataclass
 class JobOutcome:
     """What a worker hands back: the result, the autograded folder's files and the feedback
-    folder's files on success."""
+    folder's files on success.
+
+    From a Dask worker it travels in ``wire`` form (JSON and file bytes, never a pickle): give a new
+    field a type (``dict[str, bytes]`` for files) and it travels with no other change."""
     result: GradingResult
     ok: bool
-    autograded: dict = field(default_factory=dict)   # {relative path: bytes}
+    autograded: dict[str, bytes] = field(default_factory=dict)   # {relative path: bytes}
     log: str = ""                  # nbgrader's log and traceback, when it failed
     retry: bool = True             # worth a second attempt if it failed
-    feedback: dict = field(default_factory=dict)     # {file name: bytes}: what the learner receives
+    feedback: dict[str, bytes] = field(default_factory=dict)   # {file name: bytes}: what the learner receives
     feedback_digest: str = ""      # the standing.Standing digest the page was rendered from
     feedback_error: str = ""       # why the page could not be rendered (the grades are kept)
 
@@ -278,7 +281,7 @@ class FeedbackJob:
 @dataclass
 class FeedbackOutcome:
     ok: bool
-    feedback: dict = field(default_factory=dict)     # {file name: bytes}
+    feedback: dict[str, bytes] = field(default_factory=dict)   # {file name: bytes}
     digest: str = ""               # the standing.Standing digest the page was rendered from
     message: str = ""
     seconds: float = 0.0

@@ -112,8 +112,8 @@ class GradingResult:
     status: str                      # GRADED, NEEDS_MANUAL or UNGRADABLE
     score: float = 0.0               # autograded points (and manual ones, once given)
     max_score: float = 0.0
-    checks: list = field(default_factory=list)      # CheckResult
-    flags: list = field(default_factory=list)       # Flag
+    checks: list[CheckResult] = field(default_factory=list)
+    flags: list[Flag] = field(default_factory=list)
     failure: Optional[str] = None    # why it could not be graded
     first_failure: Optional[str] = None   # why the first attempt failed, when a second one succeeded
     sandboxed: bool = True
