@@ -62,7 +62,9 @@ def _with_header(header, blobs=b""):
 
 
 def _fields(**changes):
-    fields = json.loads(encode(outcome())[len(MAGIC) + 8:].split(b"]}", 1)[0] + b"]}")["fields"]
+    data = encode(outcome())
+    length = int.from_bytes(data[len(MAGIC):len(MAGIC) + 8], "big")
+    fields = json.loads(data[len(MAGIC) + 8:len(MAGIC) + 8 + length])["fields"]
     fields["result"].update(changes)
     return fields
 
@@ -172,3 +174,17 @@ def test_an_error_the_cluster_sends_is_named_without_unpickling_it():
     assert _error_of(Exception(raw))[0] == "KilledWorker"
     assert _error_of(Exception(pickle.dumps(Evil("/nonexistent"))))[0] == "an error"
     assert _error_of(ValueError("plain")) == ("ValueError", "plain")
+
+
+def test_a_feedback_jobs_reply_is_read_as_a_feedback_outcome():
+    """A feedback-only job (grades changed after grading) comes back as its page: read as a
+    ``FeedbackOutcome``; a page named outside its folder fails the job."""
+    from attention_grading.jobs import FeedbackJob, FeedbackOutcome
+
+    feedback_job = FeedbackJob("alice", "01_context_vectors", {}, b"", None, None)
+    page = FeedbackOutcome(True, {"01_context_vectors.html": b"<p>page</p>"}, digest="d" * 16)
+    got = parse_reply(feedback_job, {"kind": "ok", "outcome": encode(page)}, LIMIT, HEADER_LIMIT)
+    assert got == page
+    outside = dataclasses.replace(page, feedback={"../gradebook.db": b""})
+    got = parse_reply(feedback_job, {"kind": "ok", "outcome": encode(outside)}, LIMIT, HEADER_LIMIT)
+    assert not got.ok and "outside the page's folder" in got.message
