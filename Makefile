@@ -10,13 +10,14 @@ export PATH := $(abspath $(BIN)):$(PATH)
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 LAB_ARGS ?=
 TEST_ARGS ?=
+CERT_ARGS ?=
 
-.PHONY: lab test test-all system-packages release grade formgrader new-lesson clean
+.PHONY: lab test test-all system-packages release grade feedback formgrader new-lesson cluster-certs clean
 
-$(STAMP): pyproject.toml instructor/grading/pyproject.toml
+$(STAMP): pyproject.toml constraints.txt instructor/grading/pyproject.toml
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[instructor]'
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[instructor]'
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps -e instructor/grading
 	@# An editable install leaves out the package's data files: the learners' nbgrader configuration.
 	install -m 644 -D src/jupyter_config/nbgrader_config.py $(VENV)/etc/jupyter/nbgrader_config.py
@@ -43,7 +44,7 @@ release: $(STAMP)
 	@mkdir -p .exchange
 	$(PYTHON) -m attention_grading.release
 
-## grade: autograde submitted/ (here, or on a Dask cluster: GRADE_ARGS="--scheduler tcp://HOST:8786"), write feedback/, grades.csv and grades-by-learner.csv, print a table per student
+## grade: autograde submitted/ (here, or on a Dask cluster: GRADE_ARGS="--scheduler tls://HOST:8786"), write feedback/, grades.csv and grades-by-learner.csv, print a table per student
 grade: $(STAMP)
 	$(PYTHON) -m attention_grading.grade $(GRADE_ARGS)
 
@@ -51,10 +52,18 @@ grade: $(STAMP)
 new-lesson: $(STAMP)
 	$(PYTHON) -m attention_grading.scaffold $(NAME) $(if $(FUNCTION),--function $(FUNCTION))
 
-## formgrader: JupyterLab at the course root, for instructors (Nbgrader menu → Formgrader)
+## feedback: render again the feedback pages whose grades, comments or late penalties changed (after manual grading)
+feedback: $(STAMP)
+	$(PYTHON) -m attention_grading.grade --feedback-only $(GRADE_ARGS)
+
+## cluster-certs: the Dask cluster's certificate authority and per-role certificates (instructor/cluster-tls/)
+cluster-certs: $(STAMP)
+	$(PYTHON) -m attention_grading.cluster_tls $(CERT_ARGS)
+
+## formgrader: JupyterLab at the course root, for instructors (Nbgrader menu → Formgrader), learner content under a Content-Security-Policy
 formgrader: $(STAMP)
 	@mkdir -p .exchange
-	$(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) $(LAB_ARGS)
+	$(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) --ServerApp.jpserver_extensions=attention_grading.formgrader_csp=True $(LAB_ARGS)
 
 clean:
 	rm -rf $(VENV) autograded feedback grades.csv grades-by-learner.csv grading-report gradebook.db .exchange

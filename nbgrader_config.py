@@ -26,6 +26,9 @@ c.CourseDirectory.solution_directory = "solutions"
 c.CourseDirectory.submitted_directory = "submitted"
 c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
+# The grader's own files beside an autograded notebook (scores, notes, what its feedback page was
+# made from) are never copied into feedback/: a learner receives the page only.
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "grading-*.json"]
 # SQLite by default; a PostgreSQL URL (postgresql+psycopg2://...) for several graders.
 c.CourseDirectory.db_url = os.environ.get(
     "ATTENTION_GRADEBOOK_URL", f"sqlite:///{COURSE_ROOT / 'gradebook.db'}"
@@ -88,9 +91,22 @@ c.GenerateFeedback.preprocessors = [
     "attention_grading.feedback.LabelGradedCells",
     "attention_grading.feedback.HideHiddenTests",
     "attention_grading.sanitize.SanitizeLearnerHTML",
+    "attention_grading.feedback.FigureOutputs",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # The feedback page names each check and shows unmarked written answers as awaiting manual
-# grading (templates/attention_feedback); set on GenerateFeedback only, so the formgrader keeps
-# its own pages.
+# grading (templates/attention_feedback), formulas as MathML (no script: it reads offline); set
+# on GenerateFeedback only, so the formgrader keeps its own pages.
 c.GenerateFeedback.exporter_class = "attention_grading.feedback.FeedbackExporter"
+
+# Late submissions: each lesson's due date is nbgrader's own (`nbgrader db assignment add <lesson>
+# --duedate "2026-11-01 17:00:00 UTC"`, or the formgrader's Manage Assignments), extensions are
+# nbgrader's (Gradebook.grant_extension). `make grade` applies the penalty as `nbgrader autograde`
+# does, with nbgrader's AssignLatePenalties and this plugin: "none" (the default) or "zero", or
+# set c.AssignLatePenalties.plugin_class to a LateSubmissionPlugin of your own.
+c.LateSubmissionPlugin.penalty_method = "none"
+
+# `nbgrader export` and `make grade` write the same grades.csv and grades-by-learner.csv (the file
+# for a learning-management system): the gradebook's final scores, names from the roster
+# (`nbgrader db student import roster.csv`), why a submission could not be graded.
+c.ExportApp.plugin_class = "attention_grading.export.CourseGradesExport"

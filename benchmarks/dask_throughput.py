@@ -4,7 +4,8 @@ Builds the synthetic class of grading_speed.py (default 12 learners x lessons 01
 grades it (once to warm up, then) four ways with `python -m attention_grading.grade --force --no-feedback
 --no-report`: here with 1 and 2 workers, and with `--scheduler` on a loopback cluster
 (tests/dask_cluster.py: a `dask scheduler`, workers of one thread each, no repository on their
-path) of 1 and 2 workers. Prints seconds, throughput against this machine with as many workers,
+path, all with the course's TLS certificates, made as `make cluster-certs` makes them) of 1 and 2
+workers. Prints seconds, throughput against this machine with as many workers,
 and the cluster's cost per job (cluster with 1 worker minus here with 1 worker, per submission:
 scheduling, sending the job and its outcome, and the run's one-time start on each worker: the
 grader sent over, a grading process and its kernel zygote started). Checks that every run gives
@@ -59,8 +60,10 @@ def main(argv=None):
             seconds["here", workers] = grade(root, "--workers", str(workers))
             scores["here", workers] = table(root, lessons)
             print(f"here, {workers} worker(s): {seconds['here', workers]:.1f} s", flush=True)
+        subprocess.run([sys.executable, "-m", "attention_grading.cluster_tls", "--root", str(root)], cwd=root,
+                       env=env_for(root), check=True, capture_output=True)
         for workers in (1, 2):
-            with LoopbackCluster(scratch / f"cluster-{workers}") as cluster:
+            with LoopbackCluster(scratch / f"cluster-{workers}", tls=root / "instructor" / "cluster-tls") as cluster:
                 for i in range(workers):
                     cluster.add_worker(f"w{i + 1}")
                 cluster.wait_for_workers(workers)

@@ -3,7 +3,9 @@
 its worker and every grading process under it).
 
 The workers run from a folder of their own with no ``PYTHONPATH``: they have the course
-environment and nothing of this repository, as on a cluster's machines.
+environment and nothing of this repository, as on a cluster's machines. With ``tls`` (a folder of
+certificates made by ``make cluster-certs``, ``attention_grading.cluster_tls``) every process is
+started as the README says, with its role's certificate (mutual TLS); without, on plain tcp://.
 """
 import os
 import signal
@@ -24,36 +26,57 @@ def _clean_env(**extra):
     return env
 
 
-class LoopbackCluster:
-    """A scheduler on 127.0.0.1 and named workers (one thread each), with their logs in ``folder``."""
+def tls_args(folder, role):
+    """``dask scheduler``/``dask worker`` options for ``role``'s certificates in ``folder``."""
+    folder = Path(folder)
+    return ["--tls-ca-file", str(folder / "ca.pem"), "--tls-cert", str(folder / f"{role}.pem"),
+            "--tls-key", str(folder / f"{role}-key.pem")]
 
-    def __init__(self, folder):
+
+class LoopbackCluster:
+    """A scheduler on 127.0.0.1 and named workers (one thread each), with their logs in ``folder``;
+    ``tls``: the folder of the course's cluster certificates (None: plain tcp://)."""
+
+    def __init__(self, folder, tls=None):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
+        self.tls = Path(tls) if tls else None
         self.port = free_port()
-        self.address = f"tcp://127.0.0.1:{self.port}"
+        self.address = f"{'tls' if tls else 'tcp'}://127.0.0.1:{self.port}"
         self.workers = {}
         self.scheduler = self._start("scheduler", [str(DASK), "scheduler", "--host", "127.0.0.1",
-                                                   "--port", str(self.port), "--no-dashboard"])
+                                                   "--port", str(self.port), "--no-dashboard",
+                                                   *(tls_args(self.tls, "scheduler") if tls else [])])
 
     def _start(self, name, command, **env):
         log = open(self.folder / f"{name}.log", "w")
         return subprocess.Popen(command, cwd=self.folder, env=_clean_env(**env), stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 
-    def add_worker(self, name, **env):
-        """A ``dask worker`` (with its nanny), as the README starts one; ``env``: extra variables."""
+    def add_worker(self, name, *extra, tls="course", address=None, **env):
+        """A ``dask worker`` (with its nanny), as the README starts one. ``tls``: "course" (the
+        course's worker certificate, when the cluster has them), a folder of other certificates,
+        or None; ``address``: the scheduler's, if not ours; ``extra``: more options; ``env``:
+        extra variables."""
         local = self.folder / name
         local.mkdir(exist_ok=True)
-        self.workers[name] = self._start(name, [str(DASK), "worker", self.address, "--name", name,
+        certificates = self.tls if tls == "course" else tls
+        self.workers[name] = self._start(name, [str(DASK), "worker", address or self.address, "--name", name,
                                                 "--nthreads", "1", "--no-dashboard",
-                                                "--local-directory", str(local)], **env)
+                                                "--local-directory", str(local), *extra,
+                                                *(tls_args(certificates, "worker") if certificates else [])],
+                                         **env)
         return self.workers[name]
 
-    def client(self):
+    def client(self, **kwargs):
+        """A client of the cluster, with the course's client certificate when it has them."""
         from distributed import Client
 
-        return Client(self.address, timeout=60, set_as_default=False)
+        if self.tls:
+            from attention_grading.cluster_tls import security
+
+            kwargs.setdefault("security", security(self.tls, "client"))
+        return Client(self.address, timeout=60, set_as_default=False, **kwargs)
 
     def wait_for_workers(self, n, timeout=120):
         with self.client() as client:

@@ -13,7 +13,7 @@ and with plain ``nbgrader autograde``.
 
 from dataclasses import dataclass
 
-from attention_grading.cells import grade_id, is_solution_code
+from attention_grading.cells import grade_id, is_solution_code, is_written_answer
 from notebook_tools import lean, with_answer
 
 LESSON = "01_context_vectors"
@@ -32,6 +32,7 @@ class Attack:
     extra_files: tuple = ()      # (path, content) handed in beside the notebook
     second: tuple = ()           # (function, code): another answer the attack replaces
     delete_answer: bool = False  # the answer cell of ``target`` is deleted
+    written: str = ""            # the source of every written answer (markup the learner wrote)
 
 
 FALLBACK = "np.zeros_like(np.asarray(x, dtype=float))"   # what an attack returns when it fails
@@ -52,6 +53,22 @@ def _steal():
 {steal_body}
 '''
 
+
+# A written answer whose links, images, styles and elements would run ``window.top.__pwned = marker``.
+SCRIPT_ANSWER = (
+    "Each row is one token's budget. See [a markdown link](javascript:window.top.__pwned='{marker}').\n\n"
+    "<a href=\"javascript&colon;window.top.__pwned='{marker}'\">entity colon</a> "
+    "<a href=\"&#106;avascript:window.top.__pwned='{marker}'\">decimal entity</a> "
+    "<a href=\"java&#9;script:window.top.__pwned='{marker}'\">tab in the scheme</a> "
+    "<a href=\"JAVASCRIPT:window.top.__pwned='{marker}'\">upper case</a> "
+    "<a href=\"vbscript:window.top.__pwned='{marker}'\">vbscript</a> "
+    "<a href=\"data:text/html,&lt;script&gt;window.top.__pwned='{marker}'&lt;/script&gt;\">data</a> "
+    "<img src=x onerror=\"window.top.__pwned='{marker}'\"> <img srcset=\"javascript:window.top.__pwned='{marker}'\"> "
+    "<p style=\"background: url(javascript:window.top.__pwned='{marker}')\">styled</p> "
+    "<svg><a xlink:href=\"javascript:window.top.__pwned='{marker}'\"><text>svg</text></a></svg> "
+    "<form><button formaction=\"javascript:window.top.__pwned='{marker}'\">button</button></form> "
+    "<script>window.top.__pwned = '{marker}'</script>"
+)
 
 ATTACKS = {
     "spec_from_file_location": Attack("softmax", "load the reference through importlib's file loader", _stealing('''
@@ -268,6 +285,10 @@ def softmax(x, axis=-1):
 display(HTML("<script>window.top.__pwned = '{marker}'</script><img src=x onerror=\\"window.top.__pwned='{marker}'\\">"))
 display(Javascript("window.top.__pwned = '{marker}'"))
 '''),
+    "script_in_answer": Attack("softmax", "hide script links, handlers and styles in the written answers", '''
+def softmax(x, axis=-1):
+    return np.zeros_like(np.asarray(x, dtype=float))
+''', written=SCRIPT_ANSWER),
     "network_exfiltration": Attack("softmax", "send its notebook out over TCP, UDP and DNS", '''
 import socket
 def softmax(x, axis=-1):
@@ -422,6 +443,10 @@ def build(answer, name, context):
         nb = with_answer(nb, attack.target, attack.code.format(**fill))
     if attack.second:
         nb = with_answer(nb, attack.second[0], attack.second[1].format(**fill))
+    if attack.written:
+        for cell in nb.cells:
+            if is_written_answer(cell):
+                cell.source = attack.written.format(**fill)
     if attack.reorder:
         cells = nb.cells
         first_hidden = next(i for i, c in enumerate(cells) if grade_id(c) == "softmax_matches_reference")

@@ -1,8 +1,9 @@
 """``make grade --scheduler``: a class graded on a real Dask cluster on loopback.
 
 A ``dask scheduler`` and three ``dask worker`` processes (tests/dask_cluster.py) that have the
-course environment but nothing of this repository: two can sandbox, the third pretends it cannot
-(``ATTENTION_SANDBOX_PRETEND_MISSING``) and must get no job. The class: lesson 01's shared class
+course environment but nothing of this repository, each with its role's certificate of the course
+(made by ``make cluster-certs``'s command; mutual TLS): two can sandbox, the third pretends it
+cannot (``ATTENTION_SANDBOX_PRETEND_MISSING``) and must get no job. The class: lesson 01's shared class
 (conftest.lesson01_class: correct, blank, buggy, crashing, grader-killing, broken and misnamed
 submissions, graded on this machine) and three learners of lesson 02 (the solution, the
 release, one catalogued mistake), graded on this machine here too. During the cluster's run one
@@ -98,12 +99,14 @@ def cluster_run(lesson01_class, tmp_path_factory):
     shutil.copytree(root / "submitted", here / "submitted")
     before = tree_hash(root / "submitted")
     out = {"root": root, "here_01": here_root, "here": here}
+    out["certificates"] = subprocess.run([sys.executable, "-m", "attention_grading.cluster_tls", "--root", str(root)],
+                                         cwd=root, env=env_for(root), capture_output=True, text=True, check=True)
     # This machine grades lesson 02 meanwhile (make grade puts the lessons in the gradebooks).
     local, local_out, _ = _grade_in_background(
         here, "--workers", "1", "--no-feedback", "--no-report",
         *(a for lesson in MORE_LESSONS for a in ("--lesson", lesson)))
 
-    with LoopbackCluster(base / "cluster") as cluster:
+    with LoopbackCluster(base / "cluster", tls=root / "instructor" / "cluster-tls") as cluster:
         for name in ("w1", "w2"):
             cluster.add_worker(name)
         cluster.add_worker("w3", ATTENTION_SANDBOX_PRETEND_MISSING="landlock")
@@ -155,7 +158,7 @@ def test_the_cluster_gives_exactly_the_scores_of_this_machine(cluster_run):
     """Every check of every learner in lessons 01 and 02 scores as graded here; the same
     submissions are turned down for the same reasons; submitted/ is untouched."""
     code, stdout, stderr = cluster_run["run"]
-    assert "on the Dask cluster at tcp://127.0.0.1:" in stdout, stdout
+    assert "on the Dask cluster at tls://127.0.0.1:" in stdout, stdout
     tables = cluster_run["tables"]
     here_01 = grade_table(f"sqlite:///{cluster_run['here_01'] / 'gradebook.db'}", LESSON_01)
     assert tables[LESSON_01] and tables[LESSON_01] == here_01
@@ -179,10 +182,14 @@ def test_grading_on_the_cluster_writes_grades_feedback_and_shows_progress(cluste
     _, again = cluster_run["again"]
     assert "8 submission(s) already graded and unchanged: skipped" in again, again[-2000:]
     assert "graded 0, skipped 8, could not grade 3" in again, again[-2000:]
-    rows = (root / "grades.csv").read_text().splitlines()[1:]
-    keys = [tuple(r.split(",")[:2]) for r in rows]
+    assert "feedback pages written 0 (8 already up to date)" in again, again[-2000:]
+    import csv
+
+    with open(root / "grades.csv", newline="") as fh:
+        keys = [(r["student"], r["lesson"]) for r in csv.DictReader(fh)]
     assert len(keys) == len(set(keys)), "a submission appears twice in grades.csv"
     assert (root / "feedback" / "alice" / MORE_LESSONS[0] / f"{MORE_LESSONS[0]}.html").is_file()
+    assert "feedback pages written 8 (0 already up to date)" in stdout     # rendered by the workers' jobs
     assert re.search(r"autograde:.*\d+/\d+ \[\d\d:\d\d<\d\d:\d\d", cluster_run["run"][2])
 
 
@@ -199,13 +206,13 @@ def test_a_grading_process_killed_mid_job_costs_a_second_attempt_not_a_grade(clu
     assert cluster_run["grading_processes_killed"] >= 1
     stdout = cluster_run["run"][1]
     assert "graded on a second attempt" in stdout, stdout[-3000:]
-    assert re.search(r"first attempt: the grading process on worker tcp://\S+ died", stdout), stdout[-3000:]
+    assert re.search(r"first attempt: the grading process on worker tls://\S+ died", stdout), stdout[-3000:]
 
 
 def test_a_worker_that_cannot_sandbox_gets_no_job_and_says_why(cluster_run):
     """w3 is named with its reason, logs that it refuses, and ran nothing."""
     stdout = cluster_run["run"][1]
-    assert re.search(r"\[cluster\] worker tcp://\S+ gets no jobs: Landlock", stdout), stdout[:2000]
+    assert re.search(r"\[cluster\] worker tls://\S+ gets no jobs: Landlock", stdout), stdout[:2000]
     assert "refuses grading jobs" in cluster_run["w3_log"]
     assert cluster_run["w3_executed"] == 0
 
@@ -214,7 +221,7 @@ def test_the_scheduler_going_away_stops_with_a_clear_message_and_keeps_what_was_
     """Exit status 1, the reason and what to do; the graded part is saved."""
     code, stdout, stderr = cluster_run["lost"]
     assert code == 1, stdout[-2000:] + stderr[-2000:]
-    assert "STOPPED: the Dask scheduler at tcp://127.0.0.1:" in stdout and "went away" in stdout, stdout[-2000:]
+    assert "STOPPED: the Dask scheduler at tls://127.0.0.1:" in stdout and "went away" in stdout, stdout[-2000:]
     assert "run make grade again" in stdout
     graded = int(re.search(r"graded (\d+),", stdout).group(1))
     assert 1 <= graded < 8, stdout[-2000:]

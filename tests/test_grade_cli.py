@@ -243,8 +243,8 @@ def test_grades_by_learner_is_grades_csv_one_row_per_learner(graded):
     with open(root / "grades-by-learner.csv", newline="") as fh:
         reader = csv.DictReader(fh)
         header, learners = reader.fieldnames, list(reader)
-    assert header == ["student", f"{LESSON} points", f"{LESSON} percent", "total points",
-                      "total max points", "total percent", "note"]
+    assert header == ["student", "first_name", "last_name", "email", f"{LESSON} points", f"{LESSON} percent",
+                      "total points", "total max points", "total percent", "note"]
     assert [r["student"] for r in learners] == sorted({student for student, _ in table}) == \
         ["alice", "bob", "carol", "dave", "erin", "frank", "gina", "hank"]
     for learner in learners:

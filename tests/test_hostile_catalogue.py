@@ -98,7 +98,7 @@ def traces():
 
 
 CORRECT = "solution"            # the correct learner graded beside every attack
-FEEDBACK_READERS = ("print_everything_into_feedback", "script_in_output", "grader_secrets")
+FEEDBACK_READERS = ("print_everything_into_feedback", "script_in_output", "script_in_answer", "grader_secrets")
 
 
 def write_attacks(root):
@@ -264,6 +264,27 @@ def test_no_script_survives_in_an_autograded_notebook(hostile, way):
     outputs = json.dumps([c.get("outputs", []) for c in nbformat.read(path, as_version=4).cells])
     assert "<script" not in outputs and "onerror" not in outputs.lower()
     assert "application/javascript" not in outputs
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_no_script_survives_in_a_written_answer(hostile, way):
+    """The attacker's written answers are stored as the sanitiser's output: read as a browser
+    reads them, none of their links, images, styles or elements can run or load a script, and
+    their words are kept. In the feedback too (make grade)."""
+    from attention_grading.cells import is_written_answer
+    from attention_grading.sanitize import rendered
+    from markup import script_urls
+
+    root = hostile["root"]
+    path = root / "autograded" / "attack_script_in_answer" / LESSON / f"{LESSON}.ipynb"
+    answers = [c.source for c in nbformat.read(path, as_version=4).cells if is_written_answer(c)]
+    assert answers and all("entity colon" in a and "one token's budget" in a for a in answers), answers
+    assert not [bad for a in answers for bad in script_urls(rendered(a))]
+    feedback = root / "feedback" / "attack_script_in_answer" / LESSON / f"{LESSON}.html"
+    if way == "make grade":
+        page = feedback.read_text()
+        body = page[page.index('id="notebook-container"'):]
+        assert "entity colon" in body and not script_urls(body, ids=False)
 
 
 def test_no_feedback_shows_reference_code(make_grade_half):

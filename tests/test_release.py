@@ -101,13 +101,14 @@ def test_the_wheel_carries_lesson_09s_text(wheel):
 
 LESSON_PACKAGES = {"numpy", "matplotlib", "ipywidgets", "tqdm", "jupyterlab", "notebook", "nbgrader",
                    "jsonschema"}
-INSTRUCTOR_TOOLS = {"pytest", "nbval", "playwright", "psycopg2-binary", "scipy", "distributed"}
+INSTRUCTOR_TOOLS = {"pytest", "nbval", "playwright", "psycopg2-binary", "scipy", "distributed", "latex2mathml",
+                    "cryptography"}
 
 
 def test_learner_install_brings_the_lessons_packages_and_the_extra_the_tools(wheel):
     """`pip install .` requires what the lessons need and nothing else; pytest, nbval, Playwright,
-    psycopg2, scipy and Dask's distributed come only with `pip install .[instructor]`; each as
-    pinned in pyproject.toml."""
+    psycopg2, scipy, Dask's distributed, latex2mathml and cryptography come only with
+    `pip install .[instructor]`; each as pyproject.toml asks."""
     import email
     import tomllib
 

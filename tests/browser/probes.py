@@ -52,6 +52,10 @@ class Probe:
         return (f"<p>{words}</p><script>{self.script(vector + '-script')}</script>"
                 f"<img src=x onerror=\"{self.script(vector + '-img-onerror')}\">")
 
+    def remote_image(self, vector):
+        """An image on another site (this server): loading it calls home as ``vector``."""
+        return f'<img src="http://127.0.0.1:{self.port}/pwned/{vector}" alt="a remote image">'
+
     def watch(self, page):
         """Start afresh on ``page`` (earlier calls and dialogs forgotten): record and dismiss
         every dialog it or a frame of it opens."""

@@ -13,10 +13,20 @@ A control renders the submission as handed in through the formgrader's own templ
 sanitising: every payload runs there, so the checks can fail. Two more tests close holes found
 on the way: image size metadata that nbconvert writes into the page unquoted, and a file handed in
 beside the notebook that the formgrader would serve from its own origin.
+
+The written answer also holds a link for every way of writing a ``javascript:``, ``vbscript:`` or
+``data:`` URL (``LINK_VECTORS``); each is clicked in the formgrader and in the feedback, and in
+the unsanitised control, where the javascript: ones run. Last, the second wall: the pages carry a
+Content-Security-Policy (``attention_grading.csp``; the formgrader's through the server extension
+``attention_grading.formgrader_csp``, which ``make formgrader`` enables), and an answer that
+reached them unsanitised (written into ``autograded/`` and the feedback by hand) still runs
+nothing, while the formgrader's own scripts and a script shipped beside the feedback run.
 """
 import contextlib
+import html
 import importlib.util
 import json
+import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -52,6 +62,36 @@ DISPLAY_TYPES = {"HTML": "text/html", "Javascript": "application/javascript", "M
 NOTEBOOK_CONTAINER = "#notebook-container"
 
 
+#: Links in the written answer: every way we know of writing a script or data URL, each with the
+#: words it shows. ``{js}``: the probe's script as one word. Those a browser would run when
+#: clicked are ``RUNNABLE_LINKS``.
+LINK_VECTORS = {
+    "link-markdown": ("markdown link", "[markdown link](javascript:{js})"),
+    "link-plain": ("plain link", '<a href="javascript:{js}">plain link</a>'),
+    "link-entity-colon": ("entity colon link", '<a href="javascript&colon;{js}">entity colon link</a>'),
+    "link-decimal-entity": ("decimal entity link", '<a href="&#106;avascript:{js}">decimal entity link</a>'),
+    "link-hex-entity": ("hex entity link", '<a href="&#x6a;avascript&#x3a;{js}">hex entity link</a>'),
+    "link-tab": ("tab link", '<a href="java&#9;script:{js}">tab link</a>'),
+    "link-newline": ("newline link", '<a href="jav&#x0A;ascript:{js}">newline link</a>'),
+    "link-upper-case": ("upper case link", '<a href="JAVASCRIPT:{js}">upper case link</a>'),
+    "link-leading-space": ("leading space link", '<a href=" &#x20;javascript:{js}">leading space link</a>'),
+    "link-vbscript": ("vbscript link", '<a href="vbscript:{js}">vbscript link</a>'),
+    "link-data": ("data link", '<a href="data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==">data link</a>'),
+    "link-svg-xlink": ("svg link", '<svg><a xlink:href="javascript:{js}"><text y="15">svg link</text></a></svg>'),
+}
+RUNNABLE_LINKS = ["link-markdown", "link-plain", "link-entity-colon", "link-decimal-entity", "link-hex-entity",
+                  "link-tab", "link-newline", "link-upper-case", "link-leading-space", "link-svg-xlink"]
+
+
+def link_text(vector):
+    """The words a link of ``vector`` shows."""
+    return LINK_VECTORS[vector][0]
+
+
+def hostile_links(probe):
+    return "\n\n".join(source.replace("{js}", probe.script_without_spaces(v)) for v, (_, source) in LINK_VECTORS.items())
+
+
 def learner_displays(probe):
     """(IPython.display class, text) of each output of the learner's own code cell."""
     return [("HTML", probe.html(HTML_OUTPUT_WORDS, "output-html")),
@@ -81,8 +121,8 @@ def hostile_submission(probe):
     nb = json.loads(notebook("correct"))
     answers = [c for c in nb["cells"] if is_written_answer(c)]
     assert len(answers) == 1, f"lesson 01 has no single written answer {ANSWER_ID}"
-    answers[0]["source"] = (probe.html(ANSWER_WORDS, "answer")
-                            + f"\n\nThe algebra is in [{LINK_TEXT}]({LINKED_FILE}).")
+    answers[0]["source"] = (probe.html(ANSWER_WORDS, "answer") + probe.remote_image("answer-remote-image")
+                            + f"\n\nThe algebra is in [{LINK_TEXT}]({LINKED_FILE}).\n\n" + hostile_links(probe))
     nb["cells"].append(learner_code_cell(probe))
     return nb
 
@@ -251,6 +291,7 @@ def test_image_size_metadata_adds_no_event_handler(file_tab, probe, tmp_path):
     from attention_grading.sanitize import SanitizeLearnerHTML
 
     nb = learner_cells(hostile_submission(probe))
+    nb["cells"] = nb["cells"][-1:]    # the learner's code cell alone (the answer's remote image is another matter)
     nb["cells"][-1]["outputs"] = [{   # what display({"image/png": ...}, raw=True, metadata=...) sends
         "output_type": "display_data", "data": {"image/png": "AAAA", "text/plain": "a plot"},
         "metadata": {"image/png": {"width": f"1 onerror={probe.script_without_spaces('image-width')}"}}}]
@@ -269,3 +310,148 @@ def test_a_file_linked_from_the_answer_runs_no_script(grader_tab, formgrader_lab
         tab.page.get_by_role("link", name=LINK_TEXT).click()
     tab.shot("linked-file")
     probe.assert_nothing_ran(tab.page, f"the page {tab.page.url} linked from the answer")
+
+
+# ---------------------------------------------------------------------------------------------
+# Every link of the answer clicked; the Content-Security-Policy as a second wall
+# ---------------------------------------------------------------------------------------------
+
+
+def click_every_link(page, frame, where, probe, back_to):
+    """Click each hostile link of the answer in ``frame`` (by its words), going back to
+    ``back_to`` whenever a click navigates; {vector: what ran} for the clicks that ran something."""
+    ran = {}
+    for vector in LINK_VECTORS:
+        link = frame.get_by_text(link_text(vector)).first
+        assert link.count() == 1 and link.is_visible(), f"{where}: the link {link_text(vector)!r} is not shown"
+        before = page.url
+        probe.forget()
+        link.click(no_wait_after=True)
+        page.wait_for_timeout(300)
+        evidence = probe.evidence(page, settle_ms=200) if page.url == before else {"calls": probe.calls(),
+                                                                                  "dialogs": list(probe.dialogs)}
+        if evidence.get("calls") or evidence.get("dialogs") or evidence.get("flags"):
+            ran[vector] = evidence
+        if page.url != before:
+            page.goto(back_to)
+    return ran
+
+
+def submission_url(lab):
+    return lab.url(f"/formgrader/submissions/{submission_id(lab)}/")
+
+
+def test_every_link_of_the_answer_runs_nothing_in_the_formgrader_and_the_feedback(grader_tab, formgrader_lab,
+                                                                                  hostile_course, probe):
+    """The formgrader's view of the submission and the feedback (from /files/ and as a file):
+    each of the answer's links clicked, nothing ran."""
+    page = grader_tab.page
+    feedback = hostile_course / f"feedback/{STUDENT}/{LESSON}/{LESSON}.html"
+    for where, url in (("the formgrader", submission_url(formgrader_lab)),
+                       ("the feedback from /files/", formgrader_lab.url(f"/files/feedback/{STUDENT}/{LESSON}/{LESSON}.html")),
+                       ("the feedback as a file", feedback.as_uri())):
+        page.goto(url)
+        ran = click_every_link(page, page.main_frame, where, probe, url)
+        grader_tab.shot(f"links-clicked-{where.split()[1]}")
+        assert not ran, f"clicking links of the answer in {where} ran learner script: {ran}"
+
+
+def test_the_links_run_when_clicked_where_nothing_sanitises(file_tab, probe, tmp_path):
+    """Control: in the unsanitised rendering, clicking the javascript: links runs them."""
+    page = formgrader_render(learner_cells(hostile_submission(probe)), tmp_path / "unsanitised-links.html")
+    file_tab.page.goto(page.as_uri())
+    file_tab.page.wait_for_timeout(500)
+    ran = click_every_link(file_tab.page, file_tab.page.main_frame, "the unsanitised page", probe, page.as_uri())
+    assert set(RUNNABLE_LINKS) <= set(ran), f"links that did not run even unsanitised: {set(RUNNABLE_LINKS) - set(ran)}"
+
+
+def fetch(lab, path):
+    """(headers, body) of GET ``path`` on ``lab``, with its token."""
+    request = urllib.request.Request(f"{lab.base}{path}", headers={"Authorization": f"token {lab.token}"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return response.headers, response.read().decode()
+
+
+def policies(headers):
+    return [v for k, v in headers.items() if k.lower() == "content-security-policy"]
+
+
+# The formgrader's own scripts ran: its static files, and its template's inline scripts.
+JS_FORMGRADER_RAN = """() => typeof window.jQuery === 'function' && typeof window.FormGrader === 'function'
+    && typeof window.toggle_name === 'function' && typeof window.submission_id === 'string'"""
+
+
+def bypassing_answer(probe):
+    """The written answer as if the sanitiser had let everything through."""
+    return probe.html(ANSWER_WORDS, "bypass") + f'\n\n<a href="javascript:{probe.script_without_spaces("bypass-link")}">bypass link</a>'
+
+
+@contextlib.contextmanager
+def replaced(path, text):
+    original = path.read_bytes()
+    path.write_text(text)
+    try:
+        yield path
+    finally:
+        path.write_bytes(original)
+
+
+def test_the_formgrader_view_runs_only_its_own_scripts_even_unsanitised(grader_tab, formgrader_lab, hostile_course,
+                                                                        probe, file_tab, tmp_path):
+    """The view of a submission carries a Content-Security-Policy without 'unsafe-inline'; the
+    formgrader's own scripts run under it; an answer written into autograded/ unsanitised runs
+    nothing there, clicked or not; the same page without the policy (a file) runs it (control)."""
+    headers, _ = fetch(formgrader_lab, f"/formgrader/submissions/{submission_id(formgrader_lab)}/")
+    ours = [p for p in policies(headers) if "script-src" in p]
+    assert len(ours) == 1 and "'unsafe-inline'" not in ours[0].split("script-src", 1)[1].split(";")[0], policies(headers)
+    notebook_path = hostile_course / "autograded" / STUDENT / LESSON / f"{LESSON}.ipynb"
+    nb = json.loads(notebook_path.read_text())
+    for cell in nb["cells"]:
+        if is_written_answer(cell):
+            cell["source"] = bypassing_answer(probe)
+    page = grader_tab.page
+    with replaced(notebook_path, json.dumps(nb)):
+        url = submission_url(formgrader_lab)
+        page.goto(url)
+        page.wait_for_function(JS_FORMGRADER_RAN)
+        probe.assert_nothing_ran(page, "the formgrader's view of an unsanitised answer")
+        page.get_by_text("bypass link", exact=True).click(no_wait_after=True)
+        grader_tab.shot("unsanitised-answer-under-the-policy")
+        probe.assert_nothing_ran(page, "the formgrader's view of an unsanitised answer, its link clicked")
+        _, body = fetch(formgrader_lab, f"/formgrader/submissions/{submission_id(formgrader_lab)}/")
+    control = tmp_path / "same-page-without-the-policy.html"
+    control.write_text(body)
+    file_tab.page.goto(control.as_uri())
+    assert {"bypass-script", "bypass-img-onerror"} <= set(probe.evidence(file_tab.page)["calls"])
+
+
+def test_the_feedback_runs_only_the_courses_own_scripts_even_unsanitised(file_tab, grader_tab, formgrader_lab,
+                                                                         hostile_course, probe):
+    """The feedback page carries the policy in its head; with an unsanitised answer put into it,
+    nothing of the learner's runs, from a file or from /files/, while a script file shipped beside
+    it (as the course ships its own) runs from a file (under /files/, Jupyter's own policy puts
+    the page in a sandbox of its own origin, which decides whether it may load more)."""
+    folder = hostile_course / "feedback" / STUDENT / LESSON
+    page_text = (folder / f"{LESSON}.html").read_text()
+    head = page_text[:page_text.index("</head>")]
+    assert 'http-equiv="Content-Security-Policy"' in head and head.index("Content-Security-Policy") < head.find("<script")
+    shipped = folder / "course-shipped.js"
+    shipped.write_text("window.__course_script_ran = true;")
+    container = 'id="notebook-container">'
+    bypassed = (page_text.replace("</head>", '<script src="course-shipped.js"></script></head>', 1)
+                .replace(container, container + bypassing_answer(probe), 1))
+    assert bypassing_answer(probe) in bypassed and "course-shipped.js" in bypassed
+    bypass = folder / "bypassed.html"
+    bypass.write_text(bypassed)
+    try:
+        for tab, url, shipped_runs in ((file_tab, bypass.as_uri(), True),
+                                       (grader_tab, formgrader_lab.url(f"/files/feedback/{STUDENT}/{LESSON}/bypassed.html"), False)):
+            tab.page.goto(url)
+            if shipped_runs:
+                tab.page.wait_for_function("() => window.__course_script_ran === true")
+            probe.assert_nothing_ran(tab.page, f"the feedback with an unsanitised answer at {url}")
+            tab.page.get_by_text("bypass link", exact=True).click(no_wait_after=True)
+            probe.assert_nothing_ran(tab.page, f"the feedback with an unsanitised answer at {url}, its link clicked")
+    finally:
+        bypass.unlink()
+        shipped.unlink()

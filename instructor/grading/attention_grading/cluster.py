@@ -1,6 +1,6 @@
 """``DaskPool``: grading jobs on a Dask distributed cluster, with ``LocalPool``'s interface.
 
-``make grade --scheduler tcp://HOST:8786`` (or ``c.DaskCluster.scheduler``) hands every
+``make grade --scheduler tls://HOST:8786`` (or ``c.DaskCluster.scheduler``) hands every
 grading job to the cluster's workers instead of this machine's cores. A job is self-contained
 (``jobs.GradingJob``: the submission, its lesson's template gradebook, the configuration) and its
 outcome comes back whole, so workers share no filesystem with the course and this process stays
@@ -11,38 +11,124 @@ Faults: a worker that dies mid-job loses nothing, the scheduler runs its jobs el
 that keeps killing workers is reported as ungradable, like a grading process that dies locally);
 a worker that cannot sandbox never receives a job (its reason is printed); the scheduler going
 away raises ``ClusterLost``, after the outcomes already received were handed over (and saved).
+
+Trust: the cluster answers only holders of the course's certificates (``cluster_tls``: mutual TLS,
+encryption required); a ``tcp://`` scheduler is refused unless the instructor asks for it
+(``DaskCluster.insecure``). What comes back is data: a job's outcome in ``wire`` form (JSON and
+file bytes, parsed against ``JobOutcome``'s types, within ``DaskCluster.max_outcome_bytes``), checked against the job it
+answers. This process unpickles nothing a worker wrote (``refuse_pickles``): Dask's own messages
+may carry pickles (task errors, result types), which are read here only when they need no code.
 """
 import hashlib
+import io
 import pickle
+import pickletools
 import time
 import uuid
 from concurrent.futures import CancelledError
+from pathlib import PurePosixPath
 
-from traitlets import Float, Int, Unicode
+from traitlets import Bool, Float, Int, Unicode
 from traitlets.config import Configurable
 
 from .errors import ClusterError
+from .jobs import FeedbackJob, FeedbackOutcome, JobOutcome
 from .paths import INSTRUCTOR_DIR
+from .wire import WireError, decode
 
 SHIPPED = (("grading", "attention_grading"), ("reference", "attention_reference"))
 
 
 class DaskCluster(Configurable):
     """Grading on a Dask cluster (``c.DaskCluster.<name>``; ``make grade --scheduler`` overrides
-    ``scheduler``)."""
+    ``scheduler``, ``--insecure-cluster`` sets ``insecure``)."""
 
-    scheduler = Unicode("", help="Address of the Dask scheduler whose workers grade (tcp://HOST:8786); "
+    scheduler = Unicode("", help="Address of the Dask scheduler whose workers grade (tls://HOST:8786); "
                         "empty: grade on this machine. nbgrader_config.py reads ATTENTION_DASK_SCHEDULER.").tag(config=True)
+    insecure = Bool(False, help="Accept a scheduler that is not tls:// (neither authenticated nor encrypted: "
+                    "whoever reaches it can run code on its workers and forge grades). Refused "
+                    "otherwise.").tag(config=True)
     connect_timeout = Float(30.0, help="Seconds to reach the scheduler.").tag(config=True)
     no_worker_patience = Float(120.0, help="Seconds jobs may wait with no worker able to grade them before "
                                "the run stops.").tag(config=True)
     in_flight_per_thread = Int(2, help="Jobs on the cluster at once, per able worker thread (a job holds a "
                                "submission and a gradebook).").tag(config=True)
     in_flight_minimum = Int(8, help="Jobs on the cluster at once, at least.").tag(config=True)
+    max_outcome_bytes = Int(512 * 2**20, help="Bytes a worker's answer for one grading job may have (the "
+                            "autograded notebook and the notes); a larger answer fails that job.").tag(config=True)
+    max_outcome_header_bytes = Int(16 * 2**20, help="Bytes of the JSON part of a worker's answer for one job "
+                                   "(scores, checks, notes); a larger one fails that job.").tag(config=True)
 
 
 class ClusterLost(RuntimeError):
     """The scheduler went away, or no worker able to grade is left."""
+
+
+class RefusedPickle(pickle.UnpicklingError, TypeError):
+    """A pickle from the cluster that would need code to unpickle (``refuse_pickles``)."""
+
+
+class _DataOnly(pickle.Unpickler):
+    """Unpickles plain data only (strings, numbers, bytes, lists, dicts...): no class and no
+    function is ever looked up, so no code runs. The bytes types are the one exception: Dask's
+    headers name them (``type-serialized``) and building bytes runs nothing."""
+
+    ALLOWED = {("builtins", "bytes"), ("builtins", "bytearray")}
+
+    def find_class(self, module, name):
+        if (module, name) in self.ALLOWED:
+            return super().find_class(module, name)
+        raise RefusedPickle(f"refused to unpickle {module}.{name} from the cluster")
+
+
+def data_only_loads(data, *, buffers=()):
+    return _DataOnly(io.BytesIO(data), buffers=buffers).load()
+
+
+def refuse_pickles():
+    """Make this process's Dask client unpickle nothing but plain data.
+
+    distributed unpickles what the scheduler relays from workers in several places (a result's
+    type, a task's error, a warning, ``__Pickled__`` message parts), all through
+    ``distributed.protocol.pickle.loads``, except ``distributed.client``'s own names for it.
+    Each becomes ``data_only_loads``: a pickle that names a class or a function fails with
+    ``RefusedPickle`` (Dask then reports an error, or drops a type it could not read)."""
+    import types
+
+    import distributed.client
+    import distributed.protocol.pickle
+
+    distributed.protocol.pickle.loads = data_only_loads
+    distributed.client.loads = data_only_loads
+    distributed.client.pickle = types.SimpleNamespace(loads=data_only_loads, dumps=pickle.dumps)
+
+
+def pickled_names(data):
+    """The ``module.name`` of every class or function a pickle would look up, read without
+    unpickling it (``pickletools``); empty when ``data`` is not a pickle."""
+    names, strings = [], []
+    try:
+        for opcode, arg, _ in pickletools.genops(bytes(data)):
+            if opcode.name == "GLOBAL":
+                names.append(arg.replace(" ", "."))
+            elif opcode.name == "STACK_GLOBAL" and len(strings) >= 2:
+                names.append(f"{strings[-2]}.{strings[-1]}")
+            elif isinstance(arg, str):
+                strings.append(arg)
+    except Exception:          # not a pickle, or a truncated one: nothing more to read
+        pass
+    return names
+
+
+def _error_of(exc):
+    """(type name, text) of an error a future raised, without unpickling what the cluster sent."""
+    raw = exc.args[0] if type(exc) is Exception and len(exc.args) == 1 else None
+    if isinstance(raw, (bytes, bytearray)):          # Dask's clean_exception kept the refused pickle
+        kinds = [n.rsplit(".", 1)[-1] for n in pickled_names(raw)      # the class, before tblib's frames
+                 if n.rsplit(".", 1)[-1][:1].isupper() and not n.startswith("tblib.")]
+        kind = kinds[0] if kinds else "an error"
+        return kind, f"{kind} (its details are a pickle, which the grader does not unpickle)"
+    return type(exc).__name__, str(exc)
 
 
 def grader_files():
@@ -81,24 +167,43 @@ class _ByValue:
         return cloudpickle.loads, (self.blob,)
 
 
-class DaskPool:
-    """Jobs on the Dask cluster at ``address``; ``job_timeout``: seconds a job may take."""
+def scheme_of(address):
+    """The protocol of a Dask address (``tcp`` when it names none, as Dask reads it)."""
+    return address.split("://", 1)[0].lower() if "://" in address else "tcp"
 
-    def __init__(self, address, job_timeout=None, sandboxed=True, log=print, settings=None):
+
+class DaskPool:
+    """Jobs on the Dask cluster at ``address``; ``job_timeout``: seconds a job may take;
+    ``settings``: the course's ``DaskCluster``; ``tls_folder``: the course's cluster certificates
+    (``cluster_tls``), required for a ``tls://`` scheduler (any other is refused unless
+    ``settings.insecure``)."""
+
+    def __init__(self, address, job_timeout=None, sandboxed=True, log=print, settings=None, tls_folder=None):
         import cloudpickle
         from distributed import Client
 
-        from . import cluster_worker       # imports distributed (most of a second): only here
+        from . import cluster_tls, cluster_worker       # import distributed (most of a second): only here
 
-        self._worker_side = cluster_worker
         self.settings = settings or DaskCluster()
         self.address, self.log = address, log
+        if check_address(address, self.settings.insecure) == "tls":
+            security = cluster_tls.security(tls_folder, "client")
+        else:
+            security = None
+            log(f"[cluster] WARNING: {address} is neither authenticated nor encrypted (--insecure-cluster): "
+                "whoever reaches it can drive the workers and see every submission.")
+        refuse_pickles()
         try:
-            self.client = Client(address, timeout=self.settings.connect_timeout, set_as_default=False)
+            # Results arrive as msgpack only (the workers serialise them so: deserializers are
+            # sent along with every request), fetched from the workers that hold them.
+            self.client = Client(address, timeout=self.settings.connect_timeout, set_as_default=False, security=security,
+                                 serializers=["msgpack"], deserializers=["msgpack"], direct_to_workers=True)
         except (OSError, TimeoutError) as exc:
+            hint = (" If the scheduler is up, check that it and make grade use certificates of the same "
+                    "authority (make cluster-certs)." if security else "")
             raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc}. Nothing was graded. "
                              "Start one (`dask scheduler`) and workers (`dask worker ADDRESS`), or "
-                             "grade here without --scheduler.") from None
+                             f"grade here without --scheduler.{hint}") from None
         files = grader_files()
         self.name = f"attention-grader-{_digest(files)[:16]}"
         cloudpickle.register_pickle_by_value(cluster_worker)     # workers have no copy of it
@@ -113,16 +218,17 @@ class DaskPool:
 
     def _able_workers(self, report=False):
         """Threads of the workers that took this run's grader and can sandbox (they offer its
-        resource); with ``report``, asks every worker and prints the others with their reason."""
+        resource); with ``report``, prints the others with the reason their plugin recorded
+        with the scheduler (plain text, ``cluster_worker.CourseGrader.setup``)."""
+        workers = self.client.scheduler_info(n_workers=-1)["workers"]
         if report:
-            for address, refusal in sorted(self.client.run(self._worker_side.status, self.name,
-                                                           on_error="return").items()):
-                if isinstance(refusal, BaseException):
-                    refusal = f"it did not answer ({type(refusal).__name__}: {refusal})"
+            refusals = self.client.get_metadata([self.name, "refusals"], default={})
+            refusals = refusals if isinstance(refusals, dict) else {}
+            for address in sorted(workers):
+                refusal = refusals.get(address, "the course's grader did not install on this worker")
                 if refusal:
-                    self.log(f"[cluster] worker {address} gets no jobs: {refusal}")
-        workers = self.client.scheduler_info(n_workers=-1)["workers"].values()
-        return sum(w.get("nthreads", 1) for w in workers if w.get("resources", {}).get(self.name))
+                    self.log(f"[cluster] worker {address} gets no jobs: {str(refusal)[:500]}")
+        return sum(w.get("nthreads", 1) for w in workers.values() if w.get("resources", {}).get(self.name))
 
     def run(self, function, jobs, progress):
         """Yield ``(job, outcome)`` for every job, as they finish (the interface of LocalPool.run).
@@ -168,17 +274,16 @@ class DaskPool:
 
     def _outcome(self, job, future):
         try:
-            kind, value = future.result()
+            reply = future.result()
         except CancelledError:      # distributed's FutureCancelledError too: the scheduler is gone
             raise ClusterLost(f"the Dask scheduler at {self.address} went away") from None
         except Exception as exc:          # distributed's KilledWorker, or a task that could not run
-            name = type(exc).__name__
+            name, text = _error_of(exc)
             if name == "KilledWorker":
                 return job.failure("grading this submission killed every worker that tried it", retry=False)
-            return job.failure(f"the cluster could not run this job: {name}: {exc}"[:300])
-        if kind == "ok":
-            return pickle.loads(value)
-        return job.failure(value, retry=kind != "timeout")
+            return job.failure(f"the cluster could not run this job: {name}: {text}"[:300])
+        return parse_reply(job, reply, self.settings.max_outcome_bytes, self.settings.max_outcome_header_bytes)
+
 
     def _check_cluster(self, idle_since):
         """While nothing finishes: stop if the scheduler is gone or no worker can grade for long."""
@@ -209,3 +314,54 @@ class DaskPool:
         else:       # the scheduler is gone and ClusterLost said so: no reconnection, no log of it
             logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
         self.client.close(timeout=5)
+
+
+def parse_reply(job, reply, max_bytes, max_header_bytes):
+    """The outcome of ``job`` in a worker's ``reply`` (``cluster_worker.grade_remotely``: plain
+    data): a ``JobOutcome`` for a grading job, a ``FeedbackOutcome`` for a feedback job; or the
+    job's failure saying why the reply cannot be used."""
+    if not (isinstance(reply, dict) and isinstance(reply.get("kind"), str)):
+        return job.failure(f"a worker answered with {type(reply).__name__}, not a grading reply")
+    kind = reply["kind"]
+    if kind != "ok":
+        message = reply.get("message")
+        message = message[:500] if isinstance(message, str) else f"a worker reported {kind[:40]!r}"
+        return job.failure(message, retry=kind != "timeout")
+    kind_of_outcome = FeedbackOutcome if isinstance(job, FeedbackJob) else JobOutcome
+    try:
+        outcome = decode(kind_of_outcome, reply.get("outcome"), max_bytes, max_header_bytes)
+    except WireError as exc:
+        return job.failure(f"a worker's answer could not be read as a grading outcome: {exc}"[:500])
+    unsafe = [name for name in outcome.feedback if _unsafe_name(name) or "/" in name]
+    if unsafe:
+        return job.failure(f"a worker's answer names feedback files outside the page's folder: {unsafe[0][:200]!r}")
+    if kind_of_outcome is FeedbackOutcome:
+        return outcome
+    result = outcome.result
+    if (result.student, result.lesson) != (job.student, job.lesson):
+        return job.failure(f"a worker answered for {result.student[:80]!r} / {result.lesson[:80]!r}, "
+                           "not for this submission")
+    unsafe = [name for name in outcome.autograded if _unsafe_name(name)]
+    if unsafe:
+        return job.failure(f"a worker's answer names files outside the submission: {unsafe[0][:200]!r}")
+    result.submission_sha256, result.lesson_sha256 = job.submission_sha256, job.lesson_sha256
+    return outcome
+
+
+def check_address(address, insecure):
+    """Refuse a scheduler address that is not ``tls://`` unless ``insecure`` (``ClusterError``)."""
+    scheme = scheme_of(address)
+    if scheme != "tls" and not insecure:
+        raise ClusterError(
+            f"refused to grade on {address}: a {scheme}:// scheduler is neither authenticated nor "
+            "encrypted, so anyone who reaches it could run code on its workers or send back a forged "
+            "grade. Nothing was graded. Make the course's certificates (`make cluster-certs`), start "
+            "the scheduler and workers with them and pass tls://HOST:PORT (README: Grading a large "
+            "class on a Dask cluster), or pass --insecure-cluster to accept the risk.")
+    return scheme
+
+
+def _unsafe_name(name):
+    """Would writing ``name`` under a submission's folder leave it (or is it no name at all)?"""
+    path = PurePosixPath(name)
+    return not name or "\0" in name or path.is_absolute() or ".." in path.parts or "\\" in name

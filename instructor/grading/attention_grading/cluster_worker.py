@@ -7,7 +7,9 @@ once per worker), checks that the worker can sandbox kernels, and only then offe
 resource, so the scheduler never gives a job to a worker that cannot sandbox. Each job runs in a
 grading process of its own (``attention_grading.pool.serve``, started from the files sent, so a
 worker serving several runs never mixes their code) with the same wall-clock limit as locally;
-the worker only passes pickled bytes through and never unpickles a job or a result.
+the worker only passes bytes through and never unpickles a job or a result. What a task returns
+is plain data (a dict of text and bytes, which Dask sends as msgpack): the outcome in ``wire``
+form, or why there is none; the grader parses it and unpickles nothing.
 """
 import asyncio
 import json
@@ -56,6 +58,11 @@ class CourseGrader(WorkerPlugin):
             self.refusal = await asyncio.to_thread(self._sandbox_refusal) if self.sandboxed else None
         except Exception as exc:       # a full disk, a missing package: this worker cannot grade
             self.refusal = f"the grader could not be set up here: {type(exc).__name__}: {exc}"
+        try:       # why not, as plain text for make grade (it never asks a worker to run code for that)
+            await worker.scheduler.set_metadata(keys=[self.name, "refusals", worker.address],
+                                                value=self.refusal or "")
+        except Exception as exc:
+            logger.warning("could not tell the scheduler whether this worker grades: %s", exc)
         if self.refusal:
             logger.warning("this worker refuses grading jobs: it cannot sandbox kernels: %s", self.refusal)
             return
@@ -95,7 +102,8 @@ class CourseGrader(WorkerPlugin):
     # -- jobs ------------------------------------------------------------------------------------
 
     def grade(self, payload):
-        """("ok", pickled outcome) or (kind, message) with kind "died" or "timeout"."""
+        """{"kind": "ok", "outcome": the outcome's wire bytes}, or {"kind": "died" or "timeout",
+        "message": why}."""
         with self._lock:
             child = self._idle.pop() if self._idle else None
         if child is None:
@@ -104,14 +112,15 @@ class CourseGrader(WorkerPlugin):
             reply = child.run(payload, self.job_timeout)
         except TimeoutError:
             child.kill()
-            return "timeout", (f"grading took longer than {self.job_timeout:g} s: its grading process "
-                               f"on worker {self.address} was stopped")
+            return {"kind": "timeout", "message": f"grading took longer than {self.job_timeout:g} s: its "
+                                                  f"grading process on worker {self.address} was stopped"}
         except (EOFError, OSError):
             child.kill()
-            return "died", f"the grading process on worker {self.address} died while grading this submission"
+            return {"kind": "died", "message": f"the grading process on worker {self.address} died while "
+                                               "grading this submission"}
         with self._lock:
             self._idle.append(child)
-        return "ok", reply
+        return {"kind": "ok", "outcome": reply}
 
 
 class _GradingProcess:
@@ -153,21 +162,17 @@ class _GradingProcess:
 
 
 def grade_remotely(plugin_name, payload):
-    """The task of one job on a worker: (kind, value) as ``CourseGrader.grade``, or ("refused", why)."""
-    from distributed import get_worker
+    """The task of one job on a worker: ``CourseGrader.grade``'s reply, or {"kind": "refused", ...};
+    never raises (an error would travel as a pickle, which the grader does not read)."""
+    try:
+        from distributed import get_worker
 
-    worker = get_worker()
-    plugin = worker.plugins.get(plugin_name)
-    if plugin is None:
-        return "refused", f"worker {worker.address} has not got this run's grader"
-    if plugin.refusal:
-        return "refused", f"worker {worker.address} cannot sandbox kernels: {plugin.refusal}"
-    return plugin.grade(payload)
-
-
-def status(plugin_name, dask_worker=None):
-    """For ``Client.run``: this worker's refusal (why it cannot grade), or None when it can."""
-    plugin = dask_worker.plugins.get(plugin_name)
-    if plugin is None:
-        return "the course's grader did not install on this worker"
-    return plugin.refusal
+        worker = get_worker()
+        plugin = worker.plugins.get(plugin_name)
+        if plugin is None:
+            return {"kind": "refused", "message": f"worker {worker.address} has not got this run's grader"}
+        if plugin.refusal:
+            return {"kind": "refused", "message": f"worker {worker.address} cannot sandbox kernels: {plugin.refusal}"}
+        return plugin.grade(payload)
+    except Exception as exc:
+        return {"kind": "failed", "message": f"the worker could not run the job: {type(exc).__name__}: {exc}"[:500]}

@@ -21,3 +21,9 @@ class GradebookError(CourseError):
 
 class ClusterError(CourseError):
     """The Dask cluster cannot be reached, or none of its workers can grade."""
+
+
+class CourseBusy(CourseError):
+    """Another ``make grade`` holds the course (its lock); nothing was done."""
+
+    exit_status = 75            # EX_TEMPFAIL: try again later

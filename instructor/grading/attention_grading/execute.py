@@ -40,6 +40,12 @@ from .results import CRASHED, NOT_RUN, REFUSED, TIMEOUT, Flag, NotebookNotes, Ve
 NOTES_KEY = "attention_grading"
 
 
+def _code_digest(source):
+    import hashlib
+
+    return hashlib.sha256(source.strip().encode()).hexdigest()
+
+
 class GuardedExecute(KernelRecovery, Execute):
     """nbgrader's Execute, with sandboxed kernels, grader-driven hidden tests and crash recovery."""
 
@@ -67,16 +73,24 @@ class GuardedExecute(KernelRecovery, Execute):
     case_secret = Unicode("", help="The course's secret (hex) from which each submission's hidden-test "
                           "cases are drawn; default: instructor/hidden-cases.secret of the course, made "
                           "on first use (make grade passes it to every job).").tag(config=True)
-    render_figures = Bool(False, help="Draw matplotlib figures as pictures in graded notebooks. Off: a "
-                          "figure shows as one line of text; rendering every picture of every "
-                          "submission is half the time of grading a class, and learners see them "
-                          "when they run the notebook.").tag(config=True)
+    render_figures = Bool(False, help="Draw every matplotlib figure as a picture in graded notebooks. Off: "
+                          "the lesson's own figures show as one line of text (rendering every picture "
+                          "of every submission costs up to as much as grading it, and learners see "
+                          "them when they run the notebook); see learner_figures.").tag(config=True)
+    learner_figures = Bool(True, help="Draw the figures of the cells the learner wrote: their answers and "
+                           "cells that are not the lesson's (source/<lesson>/<lesson>.ipynb), so that "
+                           "their own plots reach the feedback while the lesson's figures cost "
+                           "nothing.").tag(config=True)
+    figure_dpi = Integer(72, help="Resolution (dots per inch) of the figures drawn for the learner's "
+                         "cells.").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.kernel_manager_class = SandboxedKernelManager
         if not self.render_figures:
             self.extra_arguments = [*self.extra_arguments, "--InlineBackend.figure_formats=set()"]
+        self.extra_arguments = [*self.extra_arguments,
+                                f"--InlineBackend.print_figure_kwargs={{'bbox_inches': 'tight', 'dpi': {self.figure_dpi}}}"]
 
     # ------------------------------------------------------------------ the kernel and its sandbox
 
@@ -127,6 +141,8 @@ class GuardedExecute(KernelRecovery, Execute):
         self._crashed, self._hung, self._restarts, self._late, self._skipped = [], [], 0, [], []
         self._crashing, self._completed, self._printed = set(), set(), {}
         self._hung_once = False
+        self._lesson_cells = self._lesson_code(resources)
+        self._drawing = self.render_figures
         try:
             nb, resources = super().preprocess(nb, resources, km)
         except KernelSandboxError as exc:
@@ -174,7 +190,47 @@ class GuardedExecute(KernelRecovery, Execute):
             return self._hidden_test_cell(cell, resources, index)
         return self._run_cell(cell, resources, index)
 
+    # ------------------------------------------------------------------ the learner's own figures
+
+    def _lesson_code(self, resources):
+        """Digests of the lesson's code cells (``source/<lesson>/<lesson>.ipynb`` of the course),
+        or None where that notebook is not at hand."""
+        import nbformat
+
+        lesson = (resources.get("nbgrader") or {}).get("assignment")
+        path = Path(self._course_root(), "source", str(lesson), f"{lesson}.ipynb")
+        if not (self.learner_figures and lesson and path.is_file()):
+            return None
+        return {_code_digest(c.source) for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"}
+
+    def _learners_own(self, cell):
+        """An answer, or a cell the lesson does not have: the learner wrote it."""
+        meta = cell.metadata.get("nbgrader", {})
+        if self._lesson_cells is None or meta.get("grade"):
+            return False
+        return bool(meta.get("solution")) or _code_digest(cell.source) not in self._lesson_cells
+
+    def _draw_figures(self, on, index):
+        """Switch the kernel's inline figures to pictures (PNG) or text, with a cell of our own that
+        leaves no history; a kernel that does not take it only loses its pictures."""
+        if on == self._drawing:
+            return
+        formats = "['png']" if on else "[]"       # no braces: IPython expands {...} in a magic's line
+        switch = NotebookNode(cell_type="code", metadata={}, outputs=[], source=(
+            f"get_ipython().run_line_magic('config', \"InlineBackend.figure_formats = {formats}\")"))
+        try:
+            run_sync(self.async_execute_cell)(switch, index, store_history=False)
+            self._drawing = on
+        except Exception:               # its own kernel broke: the next cell finds out, and recovers
+            self._drawing = None
+
+    def _recover(self, upto):
+        self._drawing = self.render_figures        # a fresh kernel starts as configured
+        return super()._recover(upto)
+
     def _run_cell(self, cell, resources, index):
+        if not self.render_figures and self._lesson_cells is not None:
+            self._draw_figures(self._learners_own(cell), index)
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except CellTimeoutError:

@@ -9,13 +9,20 @@ and not the hidden test code, the reference, or where the instructor's files liv
 - ``HideHiddenTests``: hidden blocks replaced by a note, errors in test cells reduced to their
   message, instructor paths scrubbed;
 - ``LabelGradedCells``: each graded cell's name, and which written answers await grading;
-- ``FeedbackExporter``: nbgrader's feedback page, with those names (``templates/attention_feedback``).
+- ``FigureOutputs``: a figure the grader drew (the learner's own cells, ``GuardedExecute``) is
+  shown as a picture, up to a size; one it did not draw (the lesson's own) says so in words;
+- ``FeedbackExporter``: nbgrader's feedback page, with those names (``templates/attention_feedback``),
+  formulas as MathML (``maths``: no script, readable offline), long lines wrapped, and a
+  Content-Security-Policy (``csp.FEEDBACK_POLICY``) that runs no script but the course's own files.
 """
+import base64
 import re
 from pathlib import Path
 
+from jinja2 import pass_context
 from nbconvert.exporters import HTMLExporter
 from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Integer
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -81,6 +88,36 @@ class LabelGradedCells(NbGraderPreprocessor):
         return nb, resources
 
 
+FIGURE_TEXT = re.compile(r"^<Figure size [0-9.]+x[0-9.]+ with \d+ Axes>$")
+
+
+class FigureOutputs(NbGraderPreprocessor):
+    """Pictures in the feedback up to ``max_image_bytes`` each; in words, the figures the grader
+    did not draw and the pictures too large for the page."""
+
+    max_image_bytes = Integer(400_000, help="Largest picture (bytes, decoded) a feedback page shows; a "
+                              "larger one is named, not shown.").tag(config=True)
+
+    def preprocess_cell(self, cell, resources, index):
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            data = output.get("data")
+            if not data:
+                continue
+            text = "".join(data.get("text/plain", "")).strip()
+            images = [key for key in data if key.startswith("image/")]
+            if not images and FIGURE_TEXT.match(text):
+                data["text/plain"] = "[a figure of the lesson: it is drawn when you run the notebook]"
+            for key in images:
+                size = len(base64.b64decode("".join(data[key]), validate=False))
+                if size > self.max_image_bytes:
+                    output["data"] = {"text/plain": f"[a picture of {size // 1000} kB, larger than this page "
+                                                    f"shows ({self.max_image_bytes // 1000} kB): run the "
+                                                    "notebook to see it]"}
+                    output.get("metadata", {}).clear()
+                    break
+        return cell, resources
+
+
 class FeedbackExporter(HTMLExporter):
     """nbgrader's feedback HTML exporter with the course's template (``attention_feedback``,
     which extends nbgrader's own): set as ``GenerateFeedback.exporter_class``, so the formgrader
@@ -92,3 +129,22 @@ class FeedbackExporter(HTMLExporter):
         self.template_name = "attention_feedback"
         self.template_file = "attention.html.j2"
         self.template_paths = self._template_paths()    # computed once, from the old name
+
+    @pass_context
+    def markdown2html(self, context, source):
+        """nbconvert's Markdown filter, with formulas as MathML (``maths``)."""
+        from .maths import markdown_with_mathml
+
+        cell = context.get("cell", {})
+        return markdown_with_mathml(
+            source, attachments=cell.get("attachments", {}), embed_images=self.embed_images,
+            path=context.get("resources", {}).get("metadata", {}).get("path", ""),
+            anchor_link_text=self.anchor_link_text, exclude_anchor_links=self.exclude_anchor_links,
+            **self.lexer_options)
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        """The page, with the course's Content-Security-Policy first in its head."""
+        from .csp import with_meta
+
+        page, resources = super().from_notebook_node(nb, resources, **kw)
+        return with_meta(page), resources

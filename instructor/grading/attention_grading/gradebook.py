@@ -7,8 +7,11 @@ template gradebook of their own (``make_template``) and hand back the autograded
 """
 import logging
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
+from . import standing
 from .course import load_config
 from .errors import GradebookError
 from .results import GradingResult
@@ -120,10 +123,13 @@ def stored_test_mismatches(root, db_url, course_id, lessons):
     return mismatches
 
 
-def save_outcome(root, db_url, course_id, outcome):
+def save_outcome(root, db_url, course_id, outcome, config, prior=None, answered=None):
     """Write a graded submission into the course: ``autograded/<student>/<lesson>/`` (the job's
-    files and ``grading-result.json``) and the gradebook (nbgrader's SaveAutoGrades and
-    AssignLatePenalties on the autograded notebook)."""
+    files and ``grading-result.json``) and the gradebook: nbgrader's ``SaveAutoGrades`` and
+    ``AssignLatePenalties``, built with the course's configuration (its ``LateSubmissionPlugin``),
+    on the autograded notebook, as ``nbgrader autograde`` does; then the manual grades of written
+    answers whose text is the one graded before (``answered``) are kept as they were (``prior``:
+    the submission's ``standing.Standing`` before this grading). Returns its standing now."""
     import nbformat
     from nbgrader.api import Gradebook
     from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
@@ -146,10 +152,15 @@ def save_outcome(root, db_url, course_id, outcome):
     nb = nbformat.read(folder / f"{result.lesson}.ipynb", as_version=4)
     resources = {"nbgrader": {"notebook": result.lesson, "assignment": result.lesson,
                               "student": result.student, "db_url": db_url}}
-    for step in (SaveAutoGrades(), AssignLatePenalties()):
+    for step in (SaveAutoGrades(config=config), AssignLatePenalties(config=config)):
         step.log.setLevel(logging.WARNING)
         nb, resources = step.preprocess(nb, resources)
+    with Gradebook(db_url, course_id) as gb:
+        result.kept_manual, result.changed_manual = standing.keep_confirmed_answers(
+            gb, nb, result.lesson, result.student, prior, answered or {})
+        now = standing.read(gb, result.lesson, result.student)
     (folder / RESULT_FILE).write_text(result.to_json())
+    return now
 
 
 def load_result(root, student, lesson):
@@ -159,6 +170,16 @@ def load_result(root, student, lesson):
         return GradingResult.from_json(path.read_text())
     except (OSError, ValueError, TypeError):
         return None
+
+
+def load_results(root):
+    """{(student, lesson): GradingResult} of every submission the grader recorded in autograded/."""
+    results = {}
+    for path in sorted(Path(root, "autograded").glob(f"*/*/{RESULT_FILE}")):
+        result = load_result(root, path.parent.parent.name, path.parent.name)
+        if result is not None:
+            results[result.student, result.lesson] = result
+    return results
 
 
 def already_graded(root, gb, student, lesson, submission_sha256, lesson_sha256):
@@ -176,20 +197,48 @@ def already_graded(root, gb, student, lesson, submission_sha256, lesson_sha256):
     return any(g.auto_score is not None for nb in submission.notebooks for g in nb.grades)
 
 
-def collect_scores(gb, lessons, students):
-    """{(student, lesson): (score, max_score, needs_manual)} from the course gradebook."""
+@dataclass
+class FinalScore:
+    """A submission's grade as nbgrader's own export computes it: the gradebook's score (manual
+    grades and extra credit included) less the late penalty, never below 0."""
+    raw: float
+    penalty: float
+    max_score: float
+    needs_manual: bool
+    timestamp: Optional[str] = None
+
+    @property
+    def score(self):
+        return max(0.0, self.raw - self.penalty)
+
+
+def final_scores(gb, lessons, students):
+    """{(student, lesson): FinalScore} of every submission in the gradebook."""
     from nbgrader.api import MissingEntry
 
-    scores, maxima = {}, {}
+    scores = {}
     for lesson in lessons:
-        try:
-            maxima[lesson] = gb.find_assignment(lesson).max_score
-        except MissingEntry:
-            maxima[lesson] = 0.0
         for student in students:
             try:
                 submission = gb.find_submission(lesson, student)
             except MissingEntry:
                 continue
-            scores[student, lesson] = (submission.score, submission.max_score, submission.needs_manual_grade)
-    return scores, maxima
+            scores[student, lesson] = FinalScore(
+                submission.score, submission.late_submission_penalty or 0.0, submission.max_score,
+                bool(submission.needs_manual_grade),
+                submission.timestamp.isoformat(sep=" ") if submission.timestamp else None)
+    return scores
+
+
+def lesson_maxima(gb, lessons):
+    """{lesson: (max score, due date or None)} from the gradebook (0 and None if it is not there)."""
+    from nbgrader.api import MissingEntry
+
+    out = {}
+    for lesson in lessons:
+        try:
+            assignment = gb.find_assignment(lesson)
+            out[lesson] = (assignment.max_score, assignment.duedate)
+        except MissingEntry:
+            out[lesson] = (0.0, None)
+    return out

@@ -1,12 +1,16 @@
 """What is in ``submitted/``: the submissions to grade and what is wrong with the rest.
 
 Layout (nbgrader's): ``submitted/<student>/<lesson>/<lesson>.ipynb``. ``scan`` only reads; every
-file it cannot grade is named, with its student and why, as a ``Problem``.
+file it cannot grade is named, with its student and why, as a ``Problem``. Only regular files of a
+submission are read (``attention_course.regular_files``): a symbolic or hard link, a named pipe or
+a device in ``submitted/`` is never followed, read or handed to a kernel, and is named.
 """
 import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from attention_course.regular_files import irregular, read_regular, walk
 
 from .course import lesson_ids
 
@@ -42,9 +46,9 @@ def check_notebook(path):
     import nbformat
 
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
     except OSError as exc:
-        return f"cannot be read ({exc.strerror})"
+        return f"cannot be read ({exc.strerror or exc})"
     if not raw.strip():
         return "is an empty file, not a notebook (was the upload interrupted?)"
     try:
@@ -76,6 +80,10 @@ def scan(root, lessons, students=None):
         rel = entry.relative_to(root)
         if entry.name in IGNORED_NAMES:
             continue
+        if entry.is_symlink():
+            problems.append(Problem(entry.name, "", str(rel), "a symbolic link, not a student's folder: not followed",
+                                    fatal=False))
+            continue
         if not entry.is_dir():
             problems.append(Problem("", "", str(rel),
                                     "extra file ignored: submissions go in submitted/<student>/<lesson>/<lesson>.ipynb",
@@ -87,6 +95,10 @@ def scan(root, lessons, students=None):
         for item in sorted(entry.iterdir()):
             rel = item.relative_to(root)
             if item.name in IGNORED_NAMES:
+                continue
+            if item.is_symlink():
+                problems.append(Problem(student, item.name, str(rel), "a symbolic link, not a submission: not followed",
+                                        fatal=item.name in lessons))
                 continue
             if not item.is_dir():
                 message = "extra file ignored: a submission is a folder named after its lesson"
@@ -104,8 +116,15 @@ def scan(root, lessons, students=None):
             if lesson not in lessons:
                 continue
             expected = item / f"{lesson}.ipynb"
+            left_out = dict(irregular(item))
+            for path, why in left_out.items():
+                problems.append(Problem(student, lesson, str(rel / path), f"{why}: not read, not graded",
+                                        fatal=path == expected.name))
+            if expected.name in left_out:
+                continue
             others = [p for p in sorted(item.iterdir())
-                      if p != expected and p.name not in IGNORED_NAMES and p.name not in NBGRADER_FILES]
+                      if p != expected and p.name not in IGNORED_NAMES and p.name not in NBGRADER_FILES
+                      and p.name not in left_out]
             other_notebooks = [p for p in others if p.suffix == ".ipynb"]
             for extra in others:
                 if extra in other_notebooks:
@@ -137,13 +156,10 @@ def scan(root, lessons, students=None):
 
 
 def submission_files(folder):
-    """{relative path: bytes} of every file handed in (what a grading job carries)."""
-    folder = Path(folder)
-    files = {}
-    for path in sorted(folder.rglob("*")):
-        if path.is_file() and not path.is_symlink() and not (set(path.relative_to(folder).parts) & IGNORED_NAMES):
-            files[str(path.relative_to(folder))] = path.read_bytes()
-    return files
+    """{relative path: bytes} of every regular file handed in (what a grading job carries);
+    links, pipes and devices are left out (``scan`` names them)."""
+    files, _ = walk(folder)
+    return {path: data for path, data in files.items() if not (set(path.split("/")) & IGNORED_NAMES)}
 
 
 def content_hash(files):

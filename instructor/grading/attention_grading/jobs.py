@@ -1,15 +1,20 @@
-"""One grading job: a submission in, a ``GradingResult`` and the autograded notebook out.
+"""One grading job: a submission in; a ``GradingResult``, the autograded notebook and its
+feedback page out. One feedback job: a graded submission in, its feedback page out.
 
 A job carries all it needs (the submission's files, a gradebook holding only its lesson, the
-course's nbgrader configuration) and touches nothing of the course: the worker grades it in a
-scratch course of its own with stock nbgrader ``Autograde`` (the course's preprocessors: sandboxed
-kernels, grader-driven hidden tests, verdicts, sanitising), then reads back the scores. Only the
-process that runs ``make grade`` writes the course's gradebook and folders (``gradebook.save``),
-so a job can run on any machine with the course environment.
+submission's standing in the course gradebook: manual grades, comments, extension; the course's
+nbgrader configuration) and touches nothing of the course: the worker grades it in a scratch
+course of its own with stock nbgrader ``Autograde`` (the course's preprocessors: sandboxed
+kernels, grader-driven hidden tests, verdicts, sanitising, late penalties), reads back the scores,
+and renders the feedback with stock ``GenerateFeedback`` (the course's feedback steps), so that
+the machine running ``make grade`` only stores pages. Only that process writes the course's
+gradebook and folders (``gradebook.save_outcome``, ``pages``), so a job can run on any machine
+with the course environment. What a job returns is plain data.
 """
 import io
 import json
 import logging
+import re
 import shutil
 import tempfile
 import time
@@ -17,6 +22,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import standing as standings
 from .cells import CellPlan, grade_id, is_written_answer
 from .results import (CHECK_AWAITING, CHECK_FAILED, CHECK_PASSED, GRADED, NEEDS_MANUAL, UNGRADABLE,
                       CheckResult, Flag, GradingResult, NotebookNotes, Verdict)
@@ -32,6 +38,10 @@ class GradingJob:
     config: object                 # the course's traitlets Config (nbgrader_config.py)
     submission_sha256: str = ""
     lesson_sha256: str = ""
+    prior: object = None           # standing.Standing in the course gradebook before, or None
+    answered: dict = field(default_factory=dict)    # {grade_id: digest} of written answers graded before
+    feedback: bool = True          # render the feedback page too
+    lesson_source: bytes = b""     # source/<lesson>/<lesson>.ipynb: which cells are the lesson's own
 
     @property
     def key(self):
@@ -46,12 +56,19 @@ class GradingJob:
 
 @dataclass
 class JobOutcome:
-    """What a worker hands back: the result, and the autograded folder's files on success."""
+    """What a worker hands back: the result, the autograded folder's files and the feedback
+    folder's files on success.
+
+    From a Dask worker it travels in ``wire`` form (JSON and file bytes, never a pickle): give a new
+    field a type (``dict[str, bytes]`` for files) and it travels with no other change."""
     result: GradingResult
     ok: bool
-    autograded: dict = field(default_factory=dict)   # {relative path: bytes}
+    autograded: dict[str, bytes] = field(default_factory=dict)   # {relative path: bytes}
     log: str = ""                  # nbgrader's log and traceback, when it failed
     retry: bool = True             # worth a second attempt if it failed
+    feedback: dict[str, bytes] = field(default_factory=dict)   # {file name: bytes}: what the learner receives
+    feedback_digest: str = ""      # the standing.Standing digest the page was rendered from
+    feedback_error: str = ""       # why the page could not be rendered (the grades are kept)
 
     @property
     def message(self):
@@ -72,10 +89,14 @@ def _capture(obj, name):
 
 def failure_message(exc, log):
     """The most telling line of an nbgrader failure."""
-    for line in log.splitlines():
+    lines = log.splitlines()
+    for line in lines:
         if line.startswith("[ERROR]") and not any(
                 s in line for s in ("Traceback", "Please see", "There was an error")):
             return line[len("[ERROR] "):][:300]
+    raised = [line for line in lines if re.match(r"^[A-Za-z_.]*(Error|Exception): ", line)]
+    if raised:
+        return raised[-1][:300]
     text = f"{type(exc).__name__}: {exc}".strip()
     return text.splitlines()[0][:300]
 
@@ -109,8 +130,9 @@ def run_job(job):
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_bytes(data)
         (scratch / "source" / job.lesson).mkdir(parents=True)
-        (scratch / "gradebook.db").write_bytes(job.template)
-        db_url = f"sqlite:///{scratch / 'gradebook.db'}"
+        if job.lesson_source:        # GuardedExecute draws the figures of the cells that are not in it
+            (scratch / "source" / job.lesson / f"{job.lesson}.ipynb").write_bytes(job.lesson_source)
+        db_url = _scratch_gradebook(scratch, job.template, job.prior)
         config, coursedir = coursedir_for(job.config, scratch, db_url, job.lesson, job.student)
         autograde = Autograde(coursedir=coursedir, config=config)
         autograde.force = True
@@ -118,9 +140,16 @@ def run_job(job):
         autograde.start()
         out = scratch / "autograded" / job.student / job.lesson
         files = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+        _keep_confirmed_answers(out, db_url, job)
         read_back(result, out, db_url, job)
+        outcome = JobOutcome(result, True, files)
+        if job.feedback:
+            try:
+                outcome.feedback, outcome.feedback_digest = render_feedback(scratch, db_url, job, config)
+            except Exception as exc:       # the grades stand; the feedback step tries again
+                outcome.feedback_error = failure_message(exc, "")
         result.seconds = time.time() - started
-        return JobOutcome(result, True, files)
+        return outcome
     except Exception as exc:
         log = buffer.getvalue() if buffer else ""
         result.status, result.failure = UNGRADABLE, failure_message(exc, log)
@@ -128,6 +157,28 @@ def run_job(job):
         return JobOutcome(result, False, log=(log + "\n" + traceback.format_exc())[-6000:])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _scratch_gradebook(scratch, template, prior):
+    """The job's gradebook: the lesson's template, holding the submission as the course gradebook
+    does (``prior``: manual grades, comments, extension) when it is there. Returns its URL."""
+    from nbgrader.api import Gradebook
+
+    (scratch / "gradebook.db").write_bytes(template)
+    db_url = f"sqlite:///{scratch / 'gradebook.db'}"
+    if prior is not None:
+        with Gradebook(db_url) as gb:
+            standings.seed(gb, prior)
+    return db_url
+
+
+def _keep_confirmed_answers(folder, db_url, job):
+    import nbformat
+    from nbgrader.api import Gradebook
+
+    nb = nbformat.read(folder / f"{job.lesson}.ipynb", as_version=4)
+    with Gradebook(db_url) as gb:
+        standings.keep_confirmed_answers(gb, nb, job.lesson, job.student, job.prior, job.answered)
 
 
 def read_back(result, folder, db_url, job):
@@ -187,12 +238,36 @@ def _error_text(cell):
 
 # ------------------------------------------------------------------ feedback
 
+def render_feedback(scratch, db_url, job, config):
+    """Stock nbgrader ``GenerateFeedback`` (the course's feedback steps) in the scratch course
+    ``scratch``, whose gradebook holds the submission's grades; returns ({file: bytes} of what a
+    learner may receive, the digest of the standing it was rendered from)."""
+    from nbgrader.api import Gradebook
+    from nbgrader.converters import GenerateFeedback
+
+    from .pages import learner_files
+
+    _, coursedir = coursedir_for(config, scratch, db_url, job.lesson, job.student)
+    feedback = GenerateFeedback(coursedir=coursedir, config=config)
+    feedback.force = True
+    buffer = _capture(feedback, f"attention-feedback.{job.student}.{job.lesson}")
+    try:
+        feedback.start()
+    except Exception as exc:
+        raise RuntimeError(failure_message(exc, buffer.getvalue())) from None
+    with Gradebook(db_url) as gb:
+        digest = standings.read(gb, job.lesson, job.student).digest()
+    return learner_files(scratch / "feedback" / job.student / job.lesson, job.lesson), digest
+
+
 @dataclass
 class FeedbackJob:
+    """Render a graded submission's feedback again (its grades or comments changed)."""
     student: str
     lesson: str
-    root: str
-    db_url: str
+    autograded: dict               # {relative path: bytes} of autograded/<student>/<lesson>/
+    template: bytes                # a SQLite gradebook holding only this lesson
+    standing: object               # standing.Standing in the course gradebook
     config: object
 
     @property
@@ -200,30 +275,33 @@ class FeedbackJob:
         return self.student, self.lesson
 
     def failure(self, message, retry=True):
-        return FeedbackOutcome(False, message, retry=retry)
+        return FeedbackOutcome(False, message=message, retry=retry)
 
 
 @dataclass
 class FeedbackOutcome:
     ok: bool
+    feedback: dict[str, bytes] = field(default_factory=dict)   # {file name: bytes}
+    digest: str = ""               # the standing.Standing digest the page was rendered from
     message: str = ""
     seconds: float = 0.0
     retry: bool = True
 
 
 def run_feedback(job):
-    """Stock nbgrader GenerateFeedback (the course's preprocessors) for one graded submission."""
-    from nbgrader.converters import GenerateFeedback
-
+    """The feedback page of one graded submission, in a scratch course; never raises."""
     started = time.time()
-    buffer = None
+    scratch = Path(tempfile.mkdtemp(prefix="attention-feedback-"))
     try:
-        config, coursedir = coursedir_for(job.config, job.root, job.db_url, job.lesson, job.student)
-        feedback = GenerateFeedback(coursedir=coursedir, config=config)
-        feedback.force = True
-        buffer = _capture(feedback, f"attention-feedback.{job.student}.{job.lesson}")
-        feedback.start()
-        return FeedbackOutcome(True, seconds=time.time() - started)
+        folder = scratch / "autograded" / job.student / job.lesson
+        for name, data in job.autograded.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(data)
+        db_url = _scratch_gradebook(scratch, job.template, job.standing)
+        config, _ = coursedir_for(job.config, scratch, db_url, job.lesson, job.student)
+        files, digest = render_feedback(scratch, db_url, job, config)
+        return FeedbackOutcome(True, files, digest, seconds=time.time() - started)
     except Exception as exc:
-        return FeedbackOutcome(False, failure_message(exc, buffer.getvalue() if buffer else ""),
-                               time.time() - started)
+        return FeedbackOutcome(False, message=failure_message(exc, ""), seconds=time.time() - started)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

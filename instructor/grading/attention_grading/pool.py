@@ -24,16 +24,23 @@ PRELOAD = ["attention_grading.jobs", "nbgrader.converters", "nbgrader.api", "nbg
 
 def serve(fd):
     """A worker started as a command rather than forked (``python -c`` in a Dask worker, whose
-    daemon process may not fork multiprocessing children): the same loop on inherited ``fd``."""
+    daemon process may not fork multiprocessing children): the same loop on inherited ``fd``,
+    answering with each outcome's ``wire`` bytes (the Dask worker passes them on unread)."""
     from multiprocessing.connection import Connection
 
-    _worker_main(Connection(fd))
+    from .wire import encode
+
+    conn = Connection(fd)
+    _worker_main(conn, lambda outcome: conn.send_bytes(encode(outcome)))
 
 
-def _worker_main(conn):
-    """A worker: run ``function(job)`` for each (function, job) received, until told to stop."""
+def _worker_main(conn, answer=None):
+    """A worker: run ``function(job)`` for each (function, job) received, until told to stop, and
+    ``answer`` with its outcome (by default sent pickled, to the pool that forked this worker)."""
     import logging
     import warnings
+
+    answer = answer or conn.send
 
     os.setpgid(0, 0)    # its own group: the pool kills the worker, its zygote and kernels together
     try:
@@ -58,7 +65,7 @@ def _worker_main(conn):
         if message is None:
             return
         function, job = message
-        conn.send(function(job))
+        answer(function(job))
 
 
 class _Worker:
@@ -104,7 +111,7 @@ class LocalPool:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD)
         self._context = context
-        self._idle = []
+        self._idle, self._busy = [], []
 
     def _worker(self):
         return self._idle.pop() if self._idle else _Worker(self._context)
@@ -112,7 +119,7 @@ class LocalPool:
     def run(self, function, jobs, progress):
         """Yield ``(job, outcome)`` for every job, as they finish. A freed worker gets its next job
         before the outcome is handed over, so it never waits while the caller saves a result."""
-        waiting, busy = list(reversed(jobs)), []
+        waiting, busy = list(reversed(jobs)), self._busy
 
         def top_up():
             while waiting and len(busy) < self.workers:
@@ -150,6 +157,13 @@ class LocalPool:
     def close(self):
         while self._idle:
             self._idle.pop().stop()
+
+    def terminate(self):
+        """Stop at once (Ctrl-C): every worker killed with its kernels, busy or not."""
+        while self._busy:
+            self._busy.pop().kill()
+        while self._idle:
+            self._idle.pop().kill()
 
 
 def run_with_second_attempt(pool, function, jobs, progress, keep):

@@ -1,16 +1,22 @@
 """The grading report: ``grading-report/index.html`` (PNG plots) and ``grading-report/summary.md``.
 
-Built from the result model alone (``results.GradingResult`` of every graded submission, the
-rows of grades.csv and the intake's problems): score distributions, the pass rate of every
-exercise and of every check, the most frequent diagnosed mistakes (the judge's diagnoses, as
-data), flagged and ungradable submissions. Written answers still awaiting the instructor count
-in neither a pass rate nor a mean. Built by ``attention_grading.grade``.
+Built from the result model (``results.GradingResult`` of every graded submission: what the
+grader saw), the rows of grades.csv (the gradebook's final scores: manual grades and late
+penalties included) and the intake's problems: per lesson the autograded figures (maximum, mean
+and median over the autograded checks only: written answers, graded by hand, are not in them)
+beside the final mean; histograms of autograded points with a bar on each whole score; the pass
+rate of every exercise and of every check, the most frequent diagnosed mistakes (the judge's
+diagnoses, as data); submissions flagged for review (kernel deaths, hangs, restarts, broken
+protocol) and ungradable ones. Built by ``attention_grading.grade``.
 """
 import html
+import math
+import statistics
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
-from .results import CHECK_AWAITING, CHECK_PASSED, GRADED, NEEDS_MANUAL
+from .results import CHECK_AWAITING, CHECK_PASSED, GRADED, NEEDS_MANUAL, NotebookNotes
 
 
 def pass_rates(results):
@@ -43,16 +49,71 @@ def mistakes(results):
     return named, other
 
 
+def autograded_points(result):
+    """(points, maximum) of a submission's autograded checks (written answers left out)."""
+    auto = [c for c in result.checks if c.kind != "written"]
+    return sum(c.points or 0.0 for c in auto), sum(c.max_points for c in auto)
+
+
+@dataclass
+class LessonFigures:
+    lesson: str
+    graded: int                    # submissions with a grade in the gradebook
+    autograded_max: float
+    autograded_mean: float
+    autograded_median: float
+    final_mean: float              # the gradebook's final scores (grades.csv)
+    final_max: float
+    ungradable: int
+    awaiting: int                  # still needing manual grading (the gradebook says)
+
+
 def lesson_summary(rows, results, lesson):
-    """(lesson, graded, max of autograded points, mean, median, ungradable, awaiting manual)."""
-    graded = [r for r in results if r.lesson == lesson and r.status in (GRADED, NEEDS_MANUAL)]
-    scored = sorted(sum(c.points or 0.0 for c in r.checks if c.status != CHECK_AWAITING) for r in graded)
-    top = max([sum(c.max_points for c in r.checks if c.status != CHECK_AWAITING) for r in graded] or [0])
-    mean = sum(scored) / len(scored) if scored else 0.0
-    median = scored[len(scored) // 2] if scored else 0.0
-    ungradable = sum(1 for r in rows if r["lesson"] == lesson and r["status"] == "ungradable")
-    awaiting = sum(1 for r in graded if r.awaiting_manual)
-    return lesson, len(graded), top, mean, median, ungradable, awaiting
+    """The figures of one lesson: autograded ones from the grader's results, final ones and the
+    counts from grades.csv's ``rows`` (the gradebook)."""
+    graded_rows = [r for r in rows if r["lesson"] == lesson and r["status"] in (GRADED, NEEDS_MANUAL)]
+    graded = {r["student"] for r in graded_rows}
+    auto = [autograded_points(r) for r in results
+            if r.lesson == lesson and r.status in (GRADED, NEEDS_MANUAL) and (not rows or r.student in graded)]
+    points = [p for p, _ in auto]
+    finals = [float(r["score"]) for r in graded_rows]
+    return LessonFigures(
+        lesson, len(graded_rows), max([top for _, top in auto] or [0.0]),
+        statistics.fmean(points) if points else 0.0, statistics.median(points) if points else 0.0,
+        statistics.fmean(finals) if finals else 0.0, max([float(r["max_score"]) for r in graded_rows] or [0.0]),
+        sum(1 for r in rows if r["lesson"] == lesson and r["status"] == "ungradable"),
+        sum(1 for r in graded_rows if r["status"] == NEEDS_MANUAL))
+
+
+def review_flags(results):
+    """["student / lesson: why"] of the submissions an instructor should look at: kernel deaths,
+    cells that hung, kernel restarts, kernels that broke the grading protocol."""
+    lines = []
+    for result in sorted(results, key=lambda r: (r.student, r.lesson)):
+        notes = NotebookNotes.from_dict(result.notes or {})
+        why = [f.why for f in result.flags[:3]]
+        why += [f"the kernel died in cell {c.get('cell')} ({c.get('grade_id') or c.get('starts_with') or 'code'})"
+                for c in notes.crashed_cells]
+        why += [f"cell {c.get('cell')} ({c.get('grade_id') or c.get('starts_with') or 'code'}) hung and was "
+                f"interrupted" for c in notes.hung_cells]
+        if notes.kernel_restarts:
+            why.append(f"{notes.kernel_restarts} kernel restart(s)")
+        if why:
+            lines.append(f"{result.student} / {result.lesson}: " + "; ".join(why))
+    return lines
+
+
+def histogram(ax, scores, top):
+    """A histogram of ``scores`` (0 to ``top``) with one bar centred on each whole score; returns
+    the bars."""
+    from matplotlib.ticker import MaxNLocator
+
+    whole = max(1, math.ceil(top))
+    _, _, bars = ax.hist(scores, bins=[k - 0.5 for k in range(whole + 2)], color="#4c72b0", edgecolor="white")
+    ax.set_xlim(-0.5, whole + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    return bars
 
 
 def _plot_scores(results, lessons, path):
@@ -60,21 +121,17 @@ def _plot_scores(results, lessons, path):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
 
     cols = min(4, len(lessons))
     nrows = (len(lessons) + cols - 1) // cols
     fig, axes = plt.subplots(nrows, cols, figsize=(3.8 * cols, 3.0 * nrows), squeeze=False)
     for ax, lesson in zip(axes.flat, lessons):
-        summary = lesson_summary([], results, lesson)
-        top = summary[2] or 1
-        scores = [sum(c.points or 0.0 for c in r.checks if c.status != CHECK_AWAITING)
-                  for r in results if r.lesson == lesson and r.status in (GRADED, NEEDS_MANUAL)]
-        ax.hist(scores, bins=min(20, int(top) + 1), range=(0, top), color="#4c72b0", edgecolor="white")
+        graded = [r for r in results if r.lesson == lesson and r.status in (GRADED, NEEDS_MANUAL)]
+        top = max([autograded_points(r)[1] for r in graded] or [1.0])
+        histogram(ax, [autograded_points(r)[0] for r in graded], top)
         ax.set_title(lesson, fontsize=9)
         ax.set_xlabel(f"autograded points (of {top:g})", fontsize=8)
         ax.set_ylabel("learners", fontsize=8)
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in list(axes.flat)[len(lessons):]:
         ax.axis("off")
     fig.tight_layout()
@@ -125,17 +182,20 @@ def build_report(root, lessons, rows, problems, results, sandboxed=True, out=Non
         images.append(("Pass rate per check", "checks.png"))
 
     ungradable = [f"{p.student} / {p.lesson}: `{p.path}`: {p.message}" for p in problems if p.fatal]
-    flagged = [f"{r.student} / {r.lesson}: " + "; ".join(f.why for f in r.flags[:3]) for r in results if r.flags]
+    flagged = review_flags(results)
     notes = [f"{p.student or 'submitted/'}: `{p.path}`: {p.message}" for p in problems if not p.fatal]
     warning = ([] if sandboxed else
                ["**WARNING: graded WITHOUT a sandbox (--unsandboxed): learner code ran with the grader's "
                 "rights; these grades cannot be trusted against a hostile submission.**", ""])
 
     md = ["# Grading report", "", *warning, f"{len(students)} learner(s), {len(lessons)} lesson(s).", "",
-          "Written answers awaiting manual grading are left out of the means and pass rates.", "",
-          "| lesson | graded | autograded max | mean | median | ungradable | awaiting manual grading |",
-          "|---|---|---|---|---|---|---|"]
-    md += [f"| {l} | {n} | {t:g} | {m:.2f} | {d:g} | {u} | {a} |" for l, n, t, m, d, u, a in by_lesson]
+          "Autograded figures count the autograded checks only (written answers are graded by hand); the "
+          "final mean is the gradebook's (manual grades and late penalties included), as in grades.csv.", "",
+          "| lesson | graded | autograded max | autograded mean | autograded median | final mean | final max "
+          "| ungradable | awaiting manual grading |",
+          "|---|---|---|---|---|---|---|---|---|"]
+    md += [f"| {f.lesson} | {f.graded} | {f.autograded_max:g} | {f.autograded_mean:.2f} | {f.autograded_median:g} "
+           f"| {f.final_mean:.2f} | {f.final_max:g} | {f.ungradable} | {f.awaiting} |" for f in by_lesson]
     md += ["", "## Pass rate per exercise", ""]
     md += [f"- {k}: {100 * v:.0f}%" for k, v in exercise_rates] or ["- (nothing graded)"]
     md += ["", "## Pass rate per check", ""]
@@ -158,12 +218,15 @@ def build_report(root, lessons, rows, problems, results, sandboxed=True, out=Non
              "th{background:#eee}.warning{color:#a00;font-weight:bold}</style></head><body>",
              *(f"<p class='warning'>{esc(w.strip('*'))}</p>" for w in warning if w),
              "<h1>Grading report</h1>",
-             f"<p>{len(students)} learner(s), {len(lessons)} lesson(s). Written answers awaiting manual "
-             "grading are left out of the means and pass rates.</p>",
-             "<table><tr><th>lesson</th><th>graded</th><th>autograded max</th><th>mean</th><th>median</th>"
-             "<th>ungradable</th><th>awaiting manual grading</th></tr>"]
-    parts += [f"<tr><td>{esc(l)}</td><td>{n}</td><td>{t:g}</td><td>{m:.2f}</td><td>{d:g}</td><td>{u}</td>"
-              f"<td>{a}</td></tr>" for l, n, t, m, d, u, a in by_lesson]
+             f"<p>{len(students)} learner(s), {len(lessons)} lesson(s). Autograded figures count the "
+             "autograded checks only (written answers are graded by hand); the final mean is the "
+             "gradebook's (manual grades and late penalties included), as in grades.csv.</p>",
+             "<table><tr><th>lesson</th><th>graded</th><th>autograded max</th><th>autograded mean</th>"
+             "<th>autograded median</th><th>final mean</th><th>final max</th><th>ungradable</th>"
+             "<th>awaiting manual grading</th></tr>"]
+    parts += [f"<tr><td>{esc(f.lesson)}</td><td>{f.graded}</td><td>{f.autograded_max:g}</td>"
+              f"<td>{f.autograded_mean:.2f}</td><td>{f.autograded_median:g}</td><td>{f.final_mean:.2f}</td>"
+              f"<td>{f.final_max:g}</td><td>{f.ungradable}</td><td>{f.awaiting}</td></tr>" for f in by_lesson]
     parts.append("</table>")
     for title, name in images:
         parts.append(f"<h2>{esc(title)}</h2><img src='{name}' alt='{esc(title)}'>")

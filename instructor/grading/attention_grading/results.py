@@ -112,8 +112,8 @@ class GradingResult:
     status: str                      # GRADED, NEEDS_MANUAL or UNGRADABLE
     score: float = 0.0               # autograded points (and manual ones, once given)
     max_score: float = 0.0
-    checks: list = field(default_factory=list)      # CheckResult
-    flags: list = field(default_factory=list)       # Flag
+    checks: list[CheckResult] = field(default_factory=list)
+    flags: list[Flag] = field(default_factory=list)
     failure: Optional[str] = None    # why it could not be graded
     first_failure: Optional[str] = None   # why the first attempt failed, when a second one succeeded
     sandboxed: bool = True
@@ -122,6 +122,8 @@ class GradingResult:
     lesson_sha256: str = ""          # of the lesson's source notebook
     seconds: float = 0.0             # in the grading job
     notes: dict = field(default_factory=dict)       # NotebookNotes of the notebook, as a dict
+    kept_manual: list = field(default_factory=list)     # written answers whose manual grade was kept
+    changed_manual: list = field(default_factory=list)  # graded by hand, since changed: to confirm
 
     def as_dict(self):
         return asdict(self)

@@ -2,18 +2,28 @@
 runs in the instructor's browser (the formgrader, the feedback, an autograded notebook opened in a
 page).
 
-Sanitised with bleach, the sanitiser nbconvert uses for ``HTMLExporter.sanitize_html``:
+Sanitised with bleach, the sanitiser nbconvert uses for ``HTMLExporter.sanitize_html``, and then
+checked once more as a browser would read it (``inert``):
 - code cell outputs (printed by learner code): HTML and Markdown are always cleaned (only
   harmless tags and attributes kept); output metadata keeps only numeric image sizes (nbconvert
   writes them into the page unquoted), and an image that is not base64 is dropped;
   JavaScript, SVG and every other type that a page could run are dropped; text, images and
   JSON pass;
-- Markdown cells (answers, and any prose a learner edited): their rendered HTML is compared with
-  the same HTML cleaned by bleach; where they differ (a script, an event handler, an iframe...),
-  alone or followed by the rest of a page, the cell is replaced by the cleaned HTML. Cells with nothing dangerous are left exactly as they
-  are, so the lessons' math and formatting (and nbgrader's "No response" checksums) are untouched.
+- Markdown and raw cells the learner could have written (answers, added cells, unlocked prose)
+  are stored as the sanitiser's output: their rendered HTML, cleaned, attachments dropped. Cells
+  that are the course's own text are left as they are: locked cells (restored from the gradebook)
+  and written answers left blank (their checksum is the gradebook's, so nbgrader still scores
+  them "No response").
+
+No ``javascript:``, ``vbscript:`` or ``data:`` URL survives in any attribute, however it is
+written (entities such as ``&colon;`` or ``&#106;``, tabs or newlines inside the scheme, upper
+case), nor a CSS ``url()`` or ``expression()``, nor an element ``id`` (which could stand in for
+the formgrader's own elements).
 """
 import functools
+import html
+import re
+from html.parser import HTMLParser
 
 import bleach
 from bleach.css_sanitizer import CSSSanitizer
@@ -27,62 +37,111 @@ TAGS = {"a", "abbr", "acronym", "b", "blockquote", "br", "code", "dd", "del", "d
         "dl", "dt", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "ins", "kbd", "li",
         "ol", "p", "pre", "s", "samp", "small", "span", "strong", "sub", "summary", "sup", "table",
         "tbody", "td", "tfoot", "th", "thead", "tr", "u", "ul", "var", "caption", "colgroup", "col"}
-ATTRIBUTES = {"*": ["class", "id", "title", "align", "style"], "a": ["href", "title", "rel"],
+ATTRIBUTES = {"*": ["class", "title", "align", "style"], "a": ["href", "title", "rel"],
               "img": ["src", "alt", "width", "height"], "td": ["colspan", "rowspan"],
               "th": ["colspan", "rowspan", "scope"], "ol": ["start"]}
-PROTOCOLS = {"http", "https", "mailto", "data"}   # data: for inline images; no javascript:
+PROTOCOLS = {"http", "https", "mailto"}   # no javascript:, vbscript: or data:
 _CSS = CSSSanitizer()
 
-
-def clean(html):
-    """``html`` with only harmless tags, attributes, link protocols and styles left."""
-    return bleach.clean(html, tags=TAGS, attributes=ATTRIBUTES, protocols=PROTOCOLS,
-                        css_sanitizer=_CSS, strip=False, strip_comments=True)
-
-
-def _serialised(html):
-    """``html`` parsed and written back by the same parser, every tag and attribute kept, so that
-    only what ``clean`` removes can make the two differ."""
-    return bleach.clean(html, tags=_every_tag(html), attributes=lambda *_: True,
-                        protocols=PROTOCOLS | {"javascript", "vbscript", "file"},
-                        css_sanitizer=_PermissiveCSS(), strip=False, strip_comments=True)
+# What a browser ignores inside a URL's scheme (ASCII tab and newlines anywhere, other control
+# characters and spaces around it), and the schemes that run or embed content.
+_IGNORED_IN_URLS = re.compile(r"[\x00-\x20\x7f]+")
+DANGEROUS_SCHEMES = ("javascript:", "vbscript:", "data:", "livescript:", "mocha:")
+_CSS_ESCAPE = re.compile(r"\\([0-9a-fA-F]{1,6})\s?|\\(.)", re.S)
+DANGEROUS_CSS = ("url(", "expression(", "image(", "image-set(", "@import", "behavior:", "-moz-binding",
+                 "javascript:", "vbscript:", "data:")
 
 
-class _PermissiveCSS(CSSSanitizer):
-    def sanitize_css(self, style):
-        return _CSS.sanitize_css(style)     # styles are judged by ``clean`` alone: no difference here
+def _decoded(value):
+    """An attribute value as the browser reads it: entities decoded (all of HTML5's, with or
+    without their semicolon), then what URL parsing ignores removed, in lower case."""
+    return _IGNORED_IN_URLS.sub("", html.unescape(value)).lower()
 
 
-def _every_tag(html):
-    from html.parser import HTMLParser
-
-    tags = set()
-
-    class Collector(HTMLParser):
-        def handle_starttag(self, tag, attrs):
-            tags.add(tag)
-
-        handle_startendtag = handle_starttag
-
-    Collector(convert_charrefs=True).feed(html)
-    return tags | TAGS | {"script", "style", "iframe", "object", "embed", "svg", "math", "form",
-                          "input", "button", "link", "meta", "base", "video", "audio", "source"}
+def _css_decoded(style):
+    """A style as CSS reads it: entities, CSS escapes and comments resolved, in lower case."""
+    text = html.unescape(style)
+    text = _CSS_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else m.group(2), text)
+    return re.sub(r"/\*.*?\*/", "", text, flags=re.S).replace(" ", "").lower()
 
 
-# A page goes on after a cell's HTML: an unfinished tag or attribute would take in what follows.
-CONTEXTS = ("", ">", '">', "'>", "--></p></div>")
+def safe_attribute(name, value):
+    """May an attribute ``name`` with ``value`` stay in a page? (Not if its value is, or its
+    style holds, something that runs or loads content.)"""
+    if name.lower().startswith("on") or name.lower() in ("id", "name", "srcset", "formaction", "xlink:href",
+                                                         "action", "background", "dynsrc", "lowsrc"):
+        return False
+    if any(_decoded(value).startswith(scheme) for scheme in DANGEROUS_SCHEMES):
+        return False
+    if name.lower() == "style":
+        decoded = _css_decoded(value)
+        return not any(token in decoded for token in DANGEROUS_CSS)
+    return True
 
 
-@functools.lru_cache(maxsize=4096)
-def dangerous(html):
-    """Does ``html`` hold anything ``clean`` would remove (a script, a handler, a frame...), alone
-    or followed by the rest of a page? (Cached: the lessons' own cells recur in every submission.)"""
-    return any(clean(html + tail) != _serialised(html + tail) for tail in CONTEXTS)
+def _allowed(tag, name, value):
+    allowed = name in ATTRIBUTES.get(tag, ()) or name in ATTRIBUTES["*"]
+    return allowed and safe_attribute(name, value)
+
+
+class _Inspector(HTMLParser):
+    """Collects what in a piece of HTML could run: tags outside TAGS, attributes outside the
+    allow-list, dangerous values; as a browser decodes them (entities converted)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.found = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in TAGS:
+            self.found.append(f"<{tag}>")
+        for name, value in attrs:
+            value = value or ""
+            if not (name in ATTRIBUTES.get(tag, ()) or name in ATTRIBUTES["*"]) or not safe_attribute(name, html.escape(value)):
+                self.found.append(f"<{tag} {name}={value[:60]!r}>")
+
+    handle_startendtag = handle_starttag
+
+    def handle_comment(self, data):
+        self.found.append("<!-- -->")
+
+    def handle_pi(self, data):
+        self.found.append("<?...>")
+
+    def unknown_decl(self, data):
+        self.found.append("<![...]>")
+
+
+def active_content(html_text):
+    """What in ``html_text`` could run or is not allowed, as a browser would read it (empty: inert)."""
+    inspector = _Inspector()
+    inspector.feed(html_text)
+    inspector.close()
+    return inspector.found
+
+
+@functools.lru_cache(maxsize=8192)
+def clean(html_text):
+    """``html_text`` with only harmless tags, attributes, link protocols and styles left, and
+    nothing that runs however a browser decodes it; text only if the check still finds any."""
+    cleaned = bleach.clean(html_text, tags=TAGS, attributes=_allowed, protocols=PROTOCOLS,
+                           css_sanitizer=_CSS, strip=False, strip_comments=True)
+    if active_content(cleaned):           # never seen; fail closed rather than trust the cleaner
+        return html.escape(html_text)
+    return cleaned
 
 
 @functools.lru_cache(maxsize=4096)
 def rendered(markdown):
-    return markdown2html(markdown)
+    """``markdown`` as HTML. Attachments are never kept (nbconvert would embed them as data:
+    URLs), and references to them break nbconvert's renderer: those are rendered as plain links
+    (which cleaning then drops); text nbconvert still cannot render is kept as escaped text."""
+    for text in (markdown, markdown.replace("attachment:", "attachment-not-kept:")):
+        try:
+            return markdown2html(text)
+        except Exception:        # nbconvert's InvalidNotebook, or a renderer error on odd input
+            continue
+    return f"<pre>{html.escape(markdown)}</pre>"
 
 
 def _size(value):
@@ -122,6 +181,21 @@ def _is_base64(text):
         return False
 
 
+def course_text(cell):
+    """Is this cell's source the course's own, as the gradebook has it? (A locked cell restored
+    from the gradebook, or a written answer left as released: its checksum, which nbgrader's
+    ``OverwriteCells`` set from the gradebook, matches its source.)"""
+    from nbgrader.utils import compute_checksum
+
+    meta = cell.metadata.get("nbgrader", {})
+    if not (meta.get("grade_id") and meta.get("checksum")) or not (meta.get("locked") or meta.get("solution")):
+        return False
+    try:
+        return compute_checksum(cell) == meta["checksum"]
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
 class SanitizeLearnerHTML(NbGraderPreprocessor):
     """Clean learner-controlled HTML (see the module docstring)."""
 
@@ -136,7 +210,8 @@ class SanitizeLearnerHTML(NbGraderPreprocessor):
                 for key in list(data):
                     if key.startswith("image/") and key != "image/svg+xml" and not _is_base64(data[key]):
                         del data[key]          # an image is base64, or it is not an image
-                    elif key in SAFE_OUTPUT_TYPES:
+                        continue
+                    if key in SAFE_OUTPUT_TYPES:
                         continue
                     if key in CLEANED_OUTPUT_TYPES:      # printed by learner code: always cleaned
                         text = "".join(data[key]) if isinstance(data[key], list) else data[key]
@@ -144,10 +219,9 @@ class SanitizeLearnerHTML(NbGraderPreprocessor):
                         data["text/html"] = clean(markdown2html(text) if key == "text/markdown" else text)
                     else:
                         del data[key]
-        elif cell.cell_type in ("markdown", "raw"):
-            html = rendered(cell.source) if cell.cell_type == "markdown" else cell.source
-            if dangerous(html):
-                cell.source = clean(html)
+        elif cell.cell_type in ("markdown", "raw") and not course_text(cell):
+            cell.source = clean(rendered(cell.source) if cell.cell_type == "markdown" else cell.source)
+            cell.pop("attachments", None)         # rendered as data: URLs; never the learner's to add
         return cell, resources
 
 

@@ -14,11 +14,17 @@ from pathlib import Path
 def configurables():
     """The classes that hold the course's grading settings, in the order a run meets them."""
     from .cluster import DaskCluster
+    from .cluster_tls import ClusterTLS
     from .execute import GuardedExecute
+    from .export import CourseGradesExport
+    from .feedback import FigureOutputs
+    from .formgrader_csp import FormgraderCSP
     from .grade import GradingRun
     from .hidden_tests import ConversationLimits
+    from .safekeeping import GradebookBackup
 
-    return [GradingRun, GuardedExecute, ConversationLimits, DaskCluster]
+    return [GradingRun, GradebookBackup, GuardedExecute, ConversationLimits, DaskCluster, ClusterTLS,
+            FigureOutputs, CourseGradesExport, FormgraderCSP]
 
 
 def sandbox_limits(config):

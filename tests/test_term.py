@@ -1,0 +1,219 @@
+"""A term (tests/term_class.py): due dates and nbgrader's late penalties, manual grades from the
+formgrader, feedback that follows them, one CSV in nbgrader's way, a roster. One class, graded
+with ``make grade`` four times (and once by stock ``nbgrader autograde``), read by every test:
+
+1. ``make grade``: five learners of lesson 01 (on time, late, late with a buggy answer, late with
+   an extension, blank);
+2. written answers graded by hand (scores and a comment, through nbgrader's API as the formgrader
+   does), carol hands in again with one written answer changed; ``make grade``;
+3. bob is given an extension that makes him on time; ``make feedback`` (``--feedback-only``);
+4. ``make grade --force --student alice``.
+"""
+import filecmp
+import shutil
+
+import pytest
+
+import term_class as term
+from conftest import nbgrader
+from grading_helpers import LESSON
+
+pytestmark = [pytest.mark.nbgrader, pytest.mark.full]   # four make grade runs and stock autograde: ~5 min
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """(root, [Snapshot after each of the four runs], [grades.csv, grades-by-learner.csv] as
+    `nbgrader export` wrote them after the first run)."""
+    root = term.set_up(tmp_path_factory.mktemp("term") / "course")
+    runs = [term.Snapshot(root, term.run_term(root))]
+    saved = tmp_path_factory.mktemp("exported")
+    nbgrader(root, "export")
+    exported = [shutil.copy(root / name, saved / name) for name in ("grades.csv", "grades-by-learner.csv")]
+
+    term.grade_by_hand(root, "alice", "self_weight_answer", 0.5, term.COMMENT)
+    term.grade_by_hand(root, "alice", "row_softmax_answer", 1.0)
+    term.grade_by_hand(root, "bob", "row_softmax_answer", 1.0)
+    term.grade_by_hand(root, "carol", "self_weight_answer", 1.0, "Right.")
+    term.grade_by_hand(root, "carol", "row_softmax_answer", 1.0)
+    term.rewrite_answer(root, "carol", "row_softmax_answer", "Every row is one query's budget of attention.")
+    runs.append(term.Snapshot(root, term.run_term(root)))
+
+    from nbgrader.api import Gradebook
+
+    with Gradebook(term.db_url(root), "attention") as gb:
+        gb.grant_extension(LESSON, "bob", days=7)
+    runs.append(term.Snapshot(root, term.run_term(root, "--feedback-only")))
+    runs.append(term.Snapshot(root, term.run_term(root, "--force", "--student", "alice")))
+    return root, runs, exported
+
+
+@pytest.fixture(scope="module")
+def stock(tmp_path_factory):
+    """The same class graded by stock `nbgrader autograde`, and nbgrader's own CSV export of it."""
+    root = term.set_up(tmp_path_factory.mktemp("stock") / "course", lessons=[LESSON])
+    nbgrader(root, "autograde", LESSON, timeout=1800)
+    nbgrader(root, "export", "--exporter=nbgrader.plugins.CsvExportPlugin", "--to=stock.csv")
+    return root
+
+
+def test_every_run_succeeds(course):
+    """Each of the four runs exits 0 (nothing failed) and prints no traceback."""
+    _, runs, _ = course
+    for snapshot in runs:
+        assert snapshot.done.returncode == 0, snapshot.out[-4000:]
+        assert "Traceback" not in snapshot.out, snapshot.out[-4000:]
+
+
+def test_late_penalties_are_stock_nbgraders(course, stock):
+    """The late class gets, from make grade, exactly the timestamps, late penalties, scores and
+    per-cell grades stock `nbgrader autograde` gives it with the same configuration; and
+    grades.csv's score is what nbgrader's own CSV export computes from stock's gradebook."""
+    _, runs, _ = course
+    ours, theirs = runs[0].standings, term.standings(term.db_url(stock))
+    assert set(ours) == set(theirs) == set(term.LEARNERS)
+    assert ours == theirs
+    assert theirs["bob"][1] == theirs["bob"][2] == 6.0           # late: "zero" takes every point
+    assert theirs["carol"][1] == theirs["carol"][2] > 0           # late, and only what she earned
+    assert theirs["dave"][1] is None and theirs["alice"][1] is None  # extension / on time
+    stock_csv = {r["student_id"]: r for r in term._csv(stock / "stock.csv")}
+    for student in term.LEARNERS:
+        row = runs[0].row(student)
+        assert float(row["score"]) == float(stock_csv[student]["score"])
+        assert float(row["late_submission_penalty"]) == float(stock_csv[student]["late_submission_penalty"])
+        assert float(row["raw_score"]) == float(stock_csv[student]["raw_score"])
+
+
+def _agree(snapshot, shown):
+    """grades.csv, grades-by-learner.csv, the table, the report and every feedback page's header
+    hold the gradebook's final score (raw less penalty, never below 0) for every learner."""
+    for student, (_, penalty, raw, grades) in snapshot.standings.items():
+        final = max(0.0, raw - (penalty or 0.0))
+        row = snapshot.row(student)
+        assert float(row["score"]) == final and float(row["raw_score"]) == raw, (student, row)
+        assert float(row["late_submission_penalty"]) == (penalty or 0.0)
+        learner = next(r for r in snapshot.learners if r["student"] == student)
+        assert float(learner[f"{LESSON} points"]) == final
+        if student in shown:
+            assert snapshot.table_cell(student).split("/")[0] == f"{final:g}"
+        assert term.page_score(snapshot.pages[student])[0] == round(final, 2), student
+        awaiting = sum(1.0 for name in term.WRITTEN if grades[name][0] is None and grades[name][1] is None)
+        assert term.page_score(snapshot.pages[student])[1] == float(row["max_score"]) - awaiting
+    graded = [float(r["score"]) for r in snapshot.grades
+              if r["lesson"] == LESSON and r["status"] in ("graded", "needs manual grading")]
+    line = next(line for line in snapshot.summary.splitlines() if line.startswith(f"| {LESSON} |"))
+    cells = [cell.strip() for cell in line.strip("|").split("|")]
+    assert cells[1] == str(len(graded)) and cells[5] == f"{sum(graded) / len(graded):.2f}", line
+
+
+@pytest.mark.parametrize("run", [0, 1, 2, 3])
+def test_every_output_agrees_with_the_gradebook(course, run):
+    """After each run (a manual grade and a comment given, a penalty changed by an extension, a
+    forced regrade), every output shows the gradebook's final scores."""
+    _agree(course[1][run], {"alice"} if run == 3 else set(term.LEARNERS))
+
+
+def test_manual_grades_and_penalties_reach_every_output(course):
+    """Alice's 0.5 and 1.0 by hand count everywhere; bob's late "zero" penalty follows his new
+    score, then goes when an extension makes him on time."""
+    _, runs, _ = course
+    assert float(runs[0].row("alice")["score"]) == 6.0 and float(runs[1].row("alice")["score"]) == 7.5
+    assert runs[1].table_cell("alice") == "7.5/8"
+    assert float(runs[1].row("bob")["late_submission_penalty"]) == 7.0 and float(runs[1].row("bob")["score"]) == 0
+    assert runs[1].table_cell("bob") == "0/8*L"
+    assert float(runs[2].row("bob")["late_submission_penalty"]) == 0 and float(runs[2].row("bob")["score"]) == 7.0
+    assert "Late submission penalty" in runs[1].pages["bob"] and "Late submission penalty" not in runs[2].pages["bob"]
+
+
+def test_feedback_is_rendered_again_where_grades_or_comments_changed(course):
+    """Run 2 writes the pages of alice and bob (graded by hand) and carol (graded again), not the
+    others; run 3 (make feedback) bob's alone (his penalty went); the formgrader's comment is in
+    alice's page."""
+    _, runs, _ = course
+    assert "feedback pages written 5 (0 already up to date)" in runs[0].out
+    assert "graded 1, skipped 4" in runs[1].out and "feedback pages written 3 (2 already up to date)" in runs[1].out
+    assert "feedback pages written 1 (4 already up to date)" in runs[2].out and "graded " not in runs[2].out
+    for student in ("dave", "erin"):
+        assert runs[1].pages[student] == runs[0].pages[student]
+    assert runs[2].pages["alice"] == runs[1].pages["alice"] and runs[2].pages["bob"] != runs[1].pages["bob"]
+    assert "Close: the rows are scaled by" in runs[1].pages["alice"] and "Comments:" in runs[1].pages["alice"]
+    assert "Close: the rows are scaled by" not in runs[0].pages["alice"]
+
+
+def test_a_regrade_keeps_the_manual_grades_of_unchanged_written_answers(course):
+    """A forced regrade keeps alice's manual grades and comment, confirmed, and says so; carol's
+    unchanged answer keeps its grade, her changed one keeps its score but asks to be confirmed."""
+    _, runs, _ = course
+    alice = runs[3].standings["alice"][3]
+    assert alice["self_weight_answer"] == (None, 0.5, False) and alice["row_softmax_answer"] == (None, 1.0, False)
+    assert "kept the manual grades of 2 written answer(s)" in runs[3].out
+    assert "alice / 01_context_vectors: self_weight_answer, row_softmax_answer" in runs[3].out
+    assert float(runs[3].row("alice")["score"]) == 7.5 and runs[3].row("alice")["status"] == "graded"
+    assert "Close: the rows are scaled by" in runs[3].pages["alice"]
+    carol = runs[1].standings["carol"][3]
+    assert carol["self_weight_answer"] == (None, 1.0, False) and carol["row_softmax_answer"] == (None, 1.0, True)
+    assert "carol / 01_context_vectors: row_softmax_answer" in runs[1].out.split("needs confirming", 1)[1]
+
+
+def test_nbgrader_export_writes_the_same_files(course):
+    """`nbgrader export` (the course's export plugin, from nbgrader_config.py) writes exactly the
+    grades.csv and grades-by-learner.csv make grade wrote."""
+    _, runs, exported = course
+    assert open(exported[0], "rb").read() == runs[0].grades_bytes
+    assert open(exported[1], "rb").read() == runs[0].learners_bytes
+
+
+def test_roster_names_reach_both_csvs_and_the_formgrader(course):
+    """The roster imported with `nbgrader db student import` gives every learner their names and
+    e-mail in both CSVs and in the formgrader's list; zoe, who submitted nothing, is listed."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    root, runs, _ = course
+    for student, first, last, email in term.ROSTER:
+        row = runs[0].row(student)
+        assert (row["first_name"], row["last_name"], row["email"]) == (first, last, email)
+        learner = next(r for r in runs[0].learners if r["student"] == student)
+        assert (learner["first_name"], learner["last_name"], learner["email"]) == (first, last, email)
+    assert runs[0].row("zoe")["status"] == "not submitted"
+    coursedir = CourseDirectory(root=str(root))
+    coursedir.db_url = term.db_url(root)
+    coursedir.course_id = "attention"
+    listed = {s["id"]: (s["first_name"], s["last_name"], s["email"]) for s in NbGraderAPI(coursedir).get_students()}
+    assert listed == {student: (first, last, email) for student, first, last, email in term.ROSTER}
+
+
+def test_the_lms_file_leaves_out_lessons_not_open(course):
+    """grades.csv has every lesson; the LMS file lesson 01 (due) and lesson 02 (released through
+    the exchange) but not lesson 03 (due in 2099)."""
+    _, runs, _ = course
+    assert {r["lesson"] for r in runs[0].grades} == set(term.LESSONS)
+    header = list(runs[0].learners[0])
+    assert f"{LESSON} points" in header and f"{term.RELEASED} points" in header
+    assert not [h for h in header if h.startswith(term.NOT_YET_DUE)]
+    for learner in runs[0].learners:
+        student = learner["student"]
+        expected = sum(float(runs[0].row(student, lesson)["score"]) for lesson in (LESSON, term.RELEASED))
+        assert float(learner["total points"]) == expected
+
+
+def test_feedback_folders_hold_only_what_a_learner_receives(course):
+    """feedback/<student>/<lesson>/ holds the page and nbgrader's timestamp, never the grader's
+    notes or results."""
+    root, _, _ = course
+    for folder in (root / "feedback").glob(f"*/{LESSON}"):
+        assert {p.name for p in folder.iterdir()} <= {f"{LESSON}.html", "timestamp.txt", "submission_secret.txt"}
+        assert (folder / f"{LESSON}.html").is_file()
+
+
+def test_gradebook_copies_before_each_run(course):
+    """Each run copied the gradebook first (at most the last five kept); the newest copy is the
+    gradebook as the last run found it: alice's manual grades are in it."""
+    root, _, _ = course
+    copies = sorted((root / "gradebook-backups").glob("gradebook-*.db"))
+    assert len(copies) == 4
+    last = term.standings(f"sqlite:///{copies[-1]}")
+    assert last["alice"][3]["self_weight_answer"][1] == 0.5
+    first = term.standings(f"sqlite:///{copies[0]}")
+    assert first.keys() == {"dave"}               # before the first run: dave's extension alone
+    assert not filecmp.cmp(copies[0], copies[-1], shallow=False)

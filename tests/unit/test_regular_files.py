@@ -1,0 +1,127 @@
+"""Reading a learner's folder (``attention_course.regular_files``), the course's collect
+(``attention_course.exchange.OwnedCollect.do_copy``) and intake (``attention_grading.intake``):
+regular files of the submission only; links, pipes and hard links named and never followed.
+
+In-process, each well under a second. The hostile folder is built here (``hostile_folder``); the
+same attacks by real accounts through nbgrader's exchange are in tests/test_exchange.py.
+"""
+import datetime
+import os
+import time
+
+import pytest
+
+from attention_course.regular_files import irregular, read_regular, recorded_time, walk
+
+LESSON = "01_context_vectors"
+
+
+def hostile_folder(base):
+    """A submission folder holding its notebook and every kind of entry that is not a regular
+    file of its own, pointing at an instructor file outside it: {name: why expected}."""
+    secret = base / "instructor" / "reference.py"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("SECRET = 'the reference'\n")
+    elsewhere = base / "elsewhere.txt"
+    elsewhere.write_text("lives outside\n")
+    folder = base / "submission"
+    (folder / "sub").mkdir(parents=True)
+    (folder / f"{LESSON}.ipynb").write_text('{"cells": []}')
+    (folder / "sub" / "notes.txt").write_text("mine")
+    (folder / "reference.py").symlink_to(secret)
+    (folder / "instructor").symlink_to(secret.parent, target_is_directory=True)
+    (folder / "sub" / "up").symlink_to("../../instructor/reference.py")
+    os.link(elsewhere, folder / "hard.txt")
+    os.mkfifo(folder / "pipe")
+    return folder, {"reference.py": "a symbolic link", "instructor": "a symbolic link",
+                    "sub/up": "a symbolic link", "hard.txt": "a hard link", "pipe": "a named pipe"}
+
+
+def test_only_the_submissions_own_regular_files_are_read(tmp_path):
+    """The notebook and a file in a subfolder are read; every link, the hard link and the pipe are
+    named with why and not read (the pipe does not block); the instructor file is never read."""
+    folder, expected = hostile_folder(tmp_path)
+    files, skipped = walk(folder)
+    assert files == {f"{LESSON}.ipynb": b'{"cells": []}', "sub/notes.txt": b"mine"}
+    assert {path: why.split(" (")[0] for path, why in skipped} == expected
+    assert irregular(folder) == skipped
+    assert not any(b"the reference" in data for data in files.values())
+
+
+def test_a_folder_that_is_a_link_is_not_walked(tmp_path):
+    """The submission folder itself replaced by a link to the instructor's files: refused."""
+    folder, _ = hostile_folder(tmp_path)
+    link = tmp_path / "linked-submission"
+    link.symlink_to(tmp_path / "instructor", target_is_directory=True)
+    with pytest.raises(OSError):
+        walk(link)
+    with pytest.raises(OSError, match="hard link"):
+        read_regular(folder / "hard.txt")
+    with pytest.raises(OSError):
+        read_regular(folder / "reference.py")
+
+
+def test_the_recorded_time_is_the_last_change_and_utime_cannot_move_it_back(tmp_path):
+    """Writing a file moves the submission's time forward; setting old access and modification
+    times (all a learner's process can set) does not move it back."""
+    folder, _ = hostile_folder(tmp_path)
+    first = recorded_time(folder)
+    time.sleep(0.05)
+    (folder / "sub" / "notes.txt").write_text("changed after submitting")
+    old = datetime.datetime(2000, 1, 1).timestamp()
+    os.utime(folder / "sub" / "notes.txt", (old, old))
+    os.utime(folder, (old, old))
+    later = recorded_time(folder)
+    assert later > first
+    assert abs((later - datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)).total_seconds()) < 60
+
+
+def test_collect_copies_only_regular_files_and_writes_the_recorded_time(tmp_path):
+    """OwnedCollect.do_copy: the notebook and the subfolder's file, nothing else; timestamp.txt
+    is the recorded time, not the one the learner wrote."""
+    from nbgrader.auth import Authenticator
+    from nbgrader.coursedir import CourseDirectory
+
+    from attention_course.exchange import TIMESTAMP_FORMAT, OwnedCollect
+
+    folder, _ = hostile_folder(tmp_path)
+    (folder / "timestamp.txt").write_text("2000-01-01 00:00:00.000000 UTC")
+    coursedir = CourseDirectory(root=str(tmp_path / "course"))
+    collect = OwnedCollect(coursedir=coursedir, authenticator=Authenticator())
+    dest = tmp_path / "course" / "submitted" / "alice" / LESSON
+    collect.do_copy(str(folder), str(dest))
+    copied = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if not p.is_dir())
+    assert copied == [f"{LESSON}.ipynb", "sub/notes.txt", "timestamp.txt"]
+    assert not any(p.is_symlink() for p in dest.rglob("*"))
+    stamp = datetime.datetime.strptime((dest / "timestamp.txt").read_text().removesuffix(" UTC"), TIMESTAMP_FORMAT)
+    assert stamp == recorded_time(folder)
+
+
+def test_intake_reads_no_link_and_names_each(tmp_path):
+    """scan names every left-out entry of a submission (a symlinked notebook makes the
+    submission ungradable, with why); submission_files carries only regular files."""
+    from attention_grading.intake import scan, submission_files
+
+    root = tmp_path / "course"
+    (root / "source" / LESSON).mkdir(parents=True)
+    (root / "source" / LESSON / f"{LESSON}.ipynb").write_text("{}")
+    folder, expected = hostile_folder(tmp_path / "alice-work")
+    lesson_folder = root / "submitted" / "alice" / LESSON
+    lesson_folder.parent.mkdir(parents=True)
+    os.rename(folder, lesson_folder)
+    (lesson_folder / f"{LESSON}.ipynb").write_text(NOTEBOOK)
+    bob = root / "submitted" / "bob" / LESSON
+    bob.mkdir(parents=True)
+    (bob / f"{LESSON}.ipynb").symlink_to(tmp_path / "alice-work" / "instructor" / "reference.py")
+    (root / "submitted" / "carol").symlink_to(tmp_path / "alice-work" / "instructor", target_is_directory=True)
+    units, problems = scan(root, [LESSON])
+    assert [u.student for u in units] == ["alice"]
+    named = {p.path.split(f"{LESSON}/", 1)[-1]: p for p in problems if p.student == "alice"}
+    assert set(expected) <= set(named) and not any(named[n].fatal for n in expected)
+    bob_problem = next(p for p in problems if p.student == "bob")
+    assert bob_problem.fatal and "a symbolic link" in bob_problem.message
+    assert any(p.student == "carol" and "not followed" in p.message for p in problems)
+    assert set(submission_files(lesson_folder)) == {f"{LESSON}.ipynb", "sub/notes.txt"}
+
+
+NOTEBOOK = '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'

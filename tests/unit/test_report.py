@@ -1,0 +1,70 @@
+"""report: a class whose figures are known. Autograded maxima and means over autograded checks
+only (a blank written answer is not an autograded zero), the final mean from grades.csv, bars on
+whole scores, kernel deaths, hangs and restarts flagged for review."""
+from attention_grading import report
+from attention_grading.results import CheckResult, GradingResult, NotebookNotes
+
+LESSON = "01"
+
+
+def result(student, hidden_points, written=None, notes=None, status="graded"):
+    """Two hidden checks of 3 points (``hidden_points``) and a written answer of 2 (``written``:
+    its points, or None while it awaits the instructor; 0.0 when left blank)."""
+    checks = [CheckResult(f"check_{i}", f"f{i}", "hidden", 3.0, p, "passed" if p == 3 else "failed")
+              for i, p in enumerate(hidden_points)]
+    checks.append(CheckResult("answer", None, "written", 2.0, written,
+                              "awaiting manual grading" if written is None else "failed"))
+    return GradingResult(student, LESSON, status, checks=checks, notes=(notes or NotebookNotes()).as_dict())
+
+
+def rows(scores):
+    return [{"student": s, "lesson": LESSON, "score": v, "max_score": 8.0,
+             "status": "needs manual grading" if s == "bob" else "graded"} for s, v in scores.items()]
+
+
+CLASS = [result("alice", [3, 3], None), result("bob", [3, 0], 0.0),
+         result("carol", [0, 0], 0.0, NotebookNotes(crashed_cells=[{"cell": 7, "grade_id": "check_0",
+                                                                     "starts_with": "x"}], kernel_restarts=2)),
+         result("dave", [3, 3], 2.0, NotebookNotes(hung_cells=[{"cell": 9, "grade_id": None,
+                                                                 "starts_with": "while True:"}]))]
+FINAL = {"alice": 6.0, "bob": 3.0, "carol": 0.0, "dave": 7.0}
+
+
+def test_figures_of_a_known_class():
+    """Autograded max 6 (not 8), mean (6+3+0+6)/4 = 3.75, median 4.5; final mean (6+3+0+7)/4;
+    one awaiting manual grading (the gradebook's word, not the grader's)."""
+    figures = report.lesson_summary(rows(FINAL), CLASS, LESSON)
+    assert (figures.graded, figures.autograded_max) == (4, 6.0)
+    assert (figures.autograded_mean, figures.autograded_median) == (3.75, 4.5)
+    assert figures.final_mean == 4.0 and figures.final_max == 8.0
+    assert (figures.ungradable, figures.awaiting) == (0, 1)
+
+
+def test_flagged_for_review_names_kernel_deaths_hangs_and_restarts():
+    """carol's dead kernel and restarts, dave's hung cell; nobody else."""
+    lines = report.review_flags(CLASS)
+    assert lines == ["carol / 01: the kernel died in cell 7 (check_0); 2 kernel restart(s)",
+                     "dave / 01: cell 9 (while True:) hung and was interrupted"]
+
+
+def test_histogram_bars_sit_on_whole_scores():
+    """Each bar is one unit wide and centred on a whole score from 0 to the maximum."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    bars = report.histogram(ax, [6, 3, 0, 6], 6.0)
+    centres = [bar.get_x() + bar.get_width() / 2 for bar in bars]
+    assert centres == [float(k) for k in range(7)] and {bar.get_width() for bar in bars} == {1.0}
+    assert [bar.get_height() for bar in bars] == [1, 0, 0, 1, 0, 0, 2]
+    plt.close(fig)
+
+
+def test_the_summary_table(tmp_path):
+    """summary.md's lesson line holds those figures, and carol under "Flagged for review"."""
+    report.build_report(tmp_path, [LESSON], rows(FINAL), [], CLASS, out=tmp_path / "report")
+    summary = (tmp_path / "report" / "summary.md").read_text()
+    assert "| 01 | 4 | 6 | 3.75 | 4.5 | 4.00 | 8 | 0 | 1 |" in summary
+    assert "- carol / 01: the kernel died in cell 7" in summary.split("## Flagged for review", 1)[1]
