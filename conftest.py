@@ -4,7 +4,8 @@
   test-all``, what ``.ci/run`` runs) everything. The quick tier leaves out the tests marked
   ``full`` and those of the slow kinds (``cluster``, ``accounts``, ``postgres``, and ``browser``
   except the ones also marked ``smoke``), and nbval over ``solutions/`` (``tests/test_lesson_text.py``
-  runs every solution there); tests that grade a catalogue grade a sample of it (``full_tier``);
+  runs every solution there but lesson 09's); tests that grade a catalogue grade a sample of it
+  (``full_tier``);
 - nbval over the notebooks (``--nbval-lax``, set in pyproject.toml).
 """
 import os

@@ -82,8 +82,9 @@ MAX_AXIS, MAX_REQUESTS = ConversationLimits().max_axis, ConversationLimits().max
 @pytest.mark.parametrize("attack, words", [
     (f"multi_head_attention(np.ones(({MAX_AXIS + 1}, 4)), np.eye(4), np.eye(4), np.eye(4), np.eye(4), 1)",
      f"axis longer than {MAX_AXIS}"),
-    (f"[multi_head_attention(x[..., :1, :], p['W_Q'], p['W_K'], p['W_V'], p['W_O'], p['n_heads']) "
-     f"for _ in range({MAX_REQUESTS + 1})]", f"at most {MAX_REQUESTS}"),
+    pytest.param(f"[multi_head_attention(x[..., :1, :], p['W_Q'], p['W_K'], p['W_V'], p['W_O'], p['n_heads']) "
+                 f"for _ in range({MAX_REQUESTS + 1})]", f"at most {MAX_REQUESTS}",
+                 marks=pytest.mark.full),     # 20,000 calls answered: half a minute
 ])
 def test_lent_stand_ins_keep_the_limits_of_every_stand_in(attack, words):
     """A submission cannot make the grader compute something huge through a lent function."""

@@ -4,7 +4,8 @@ Every number a markdown cell quotes must be printed or displayed by the notebook
 or typed in one of its code cells (a parameter the text refers to), or be a figure the course
 quotes from a source article (``attention_course.examples``), or be allowed below with a reason.
 The solution notebooks run once for the whole session (hidden test cells left out: they print
-nothing the text quotes, and they need the grader); the same run checks that every figure has a
+nothing the text quotes, and they need the grader; lesson 09's, minutes of training, in the full
+tier only); the same run checks that every figure has a
 title and labelled axes. Claims made in words ("larger", "collapses", "reads *cat* most") are
 checked against the values the notebook computed (``CLAIMS``), and a lesson that trains runs a
 second time as another machine's rounding would: no figure it quotes may depend on the run
@@ -258,10 +259,19 @@ def loss_and_grads(params, ids, targets):
     return loss, _nudged(grads)
 """),
 }
-#: Lessons whose second run only the full tier makes (a few minutes of training).
-ANOTHER_RUN_FULL_ONLY = {"09_small_gpt"}
-ANOTHER_RUNS = [lesson if lesson not in ANOTHER_RUN_FULL_ONLY else pytest.param(lesson, marks=pytest.mark.full)
-                for lesson in sorted(ANOTHER_RUN)]
+#: Lessons whose solution only the full tier runs (minutes of training: lesson 09's two models);
+#: the quick tier reads the other lessons' text and runs lesson 07's training twice.
+FULL_TIER_ONLY = {"09_small_gpt"}
+
+
+def by_tier(lessons):
+    """``lessons`` as parameters, those of ``FULL_TIER_ONLY`` marked ``full``."""
+    return [lesson if lesson not in FULL_TIER_ONLY else pytest.param(lesson, marks=pytest.mark.full)
+            for lesson in lessons]
+
+
+LESSONS = by_tier(lesson_ids())
+ANOTHER_RUNS = by_tier(sorted(ANOTHER_RUN))
 
 
 def _claims_cell(lesson):
@@ -303,16 +313,17 @@ def _run(lesson, folder, another_run=False):
 
 @pytest.fixture(scope="session")
 def executed(tmp_path_factory, request):
-    """Every solution notebook, run once headless (in pairs: two cores), and the lessons that
-    train once more as another machine would (under ``(lesson, "another run")``; some in the
-    full tier only)."""
-    from conftest import full_tier
+    """The solution notebook of every lesson a selected test reads, run once headless (in pairs:
+    two cores), and those that train once more as another machine would (under ``(lesson,
+    "another run")``)."""
+    from conftest import lessons_using
 
     folder = tmp_path_factory.mktemp("lesson-text")
-    again = [lesson for lesson in ANOTHER_RUN if full_tier(request.config) or lesson not in ANOTHER_RUN_FULL_ONLY]
+    lessons = lessons_using(request.session, "executed")
     with ThreadPoolExecutor(2) as pool:
-        runs = {(lesson, "another run"): pool.submit(_run, lesson, folder, True) for lesson in again}
-        runs.update({lesson: pool.submit(_run, lesson, folder) for lesson in lesson_ids()})
+        runs = {(lesson, "another run"): pool.submit(_run, lesson, folder, True) for lesson in lessons
+                if lesson in ANOTHER_RUN}
+        runs.update({lesson: pool.submit(_run, lesson, folder) for lesson in lessons})
         return {key: run.result() for key, run in runs.items()}
 
 
@@ -337,7 +348,7 @@ def _unbacked(nb, lesson):
     return problems
 
 
-@pytest.mark.parametrize("lesson", lesson_ids())
+@pytest.mark.parametrize("lesson", LESSONS)
 def test_every_number_in_the_prose_is_computed_by_the_notebook(lesson, executed):
     errors = [o for c in executed[lesson].cells if c.cell_type == "code" for o in c.get("outputs", [])
               if o.output_type == "error"]
@@ -372,7 +383,7 @@ def _prose_of(nb):
     return " ".join("\n".join(c.source for c in nb.cells if c.cell_type == "markdown").split())
 
 
-@pytest.mark.parametrize("lesson", sorted(CLAIMS))
+@pytest.mark.parametrize("lesson", by_tier(sorted(CLAIMS)))
 def test_every_claim_in_words_holds_in_the_numbers(lesson, executed):
     """Each "larger", "collapses", "reads X most" the prose claims is checked against the values the
     notebook computed, in every run."""
@@ -393,7 +404,7 @@ def test_a_claim_the_numbers_contradict_is_reported():
     assert "A_four[0].argmax() == 0" in cell
 
 
-@pytest.mark.parametrize("lesson", lesson_ids())
+@pytest.mark.parametrize("lesson", LESSONS)
 def test_every_figure_has_a_title_and_labelled_axes(lesson, executed):
     """Every plotted axes a lesson draws says what it shows: a title and both axis labels."""
     assert not executed[lesson].metadata["unlabelled_axes"], "\n".join(executed[lesson].metadata["unlabelled_axes"])
@@ -433,7 +444,7 @@ def test_memory_is_counted_in_one_kind_of_unit():
     assert not mixed, "\n".join(mixed)
 
 
-@pytest.mark.parametrize("lesson", lesson_ids())
+@pytest.mark.parametrize("lesson", LESSONS)
 def test_no_number_read_with_a_vowel_follows_a(lesson, executed):
     """Neither the prose nor what the notebook prints says "a 80 GB" (an 80, an 11, an 18)."""
     nb = executed[lesson]
