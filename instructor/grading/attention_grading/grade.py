@@ -31,7 +31,7 @@ from .cluster import SCHEDULER_VARIABLE, ClusterLost, DaskPool
 from .case_secret import course_secret
 from .course import lesson_ids, load_config
 from .errors import CourseError, GradebookError, SelectionError
-from .intake import Problem, content_hash, scan, submission_files
+from .intake import IntakeLimits, Problem, content_hash, scan, submission_files
 from .jobs import FeedbackJob, GradingJob, run_feedback, run_job
 from .output import class_rows, format_table, print_summary, write_grades, write_grades_by_learner
 from .pool import LocalPool, run_with_second_attempt
@@ -125,7 +125,8 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
     if not config.GuardedExecute.get("case_secret"):      # jobs grade in scratch courses of their own
         config.GuardedExecute.case_secret = course_secret(root)
 
-    units, problems = scan(root, all_lessons)                   # the whole class, for grades.csv
+    limits = IntakeLimits(config=config)
+    units, problems = scan(root, all_lessons, limits=limits)    # the whole class, for grades.csv
     roster = sorted({u.student for u in units} | {p.student for p in problems if p.student})
     chosen = [u for u in units if u.lesson in lessons and (not students or u.student in students)]
     for problem in problems:
@@ -147,7 +148,7 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
                 "--force` (or `make release`), then grade.")
         lesson_hash = {l: hashlib.sha256((root / "source" / l / f"{l}.ipynb").read_bytes()).hexdigest()
                        for l in lessons}
-        files = {(u.student, u.lesson): submission_files(u.notebook.parent) for u in chosen}
+        files = {(u.student, u.lesson): submission_files(u.notebook.parent, limits) for u in chosen}
         with Gradebook(db_url, course_id) as gb:
             todo = [u for u in chosen if force or not books.already_graded(
                 root, gb, u.student, u.lesson, content_hash(files[u.student, u.lesson]), lesson_hash[u.lesson])]

@@ -2,8 +2,9 @@
 
 Only the process that runs ``make grade`` calls this module's writers: jobs grade against a
 template gradebook of their own (``make_template``) and hand back the autograded notebook, which
-``save_outcome`` records in the course gradebook with nbgrader's own ``SaveAutoGrades`` and
-``AssignLatePenalties``, exactly as ``nbgrader autograde`` would.
+``save_outcome`` records in the course gradebook with the same steps as ``nbgrader autograde``
+(``verdicts.SaveVerdicts``, nbgrader's ``SaveAutoGrades`` scored by the grader's verdicts, and
+nbgrader's ``AssignLatePenalties``).
 """
 import logging
 import shutil
@@ -122,11 +123,14 @@ def stored_test_mismatches(root, db_url, course_id, lessons):
 
 def save_outcome(root, db_url, course_id, outcome):
     """Write a graded submission into the course: ``autograded/<student>/<lesson>/`` (the job's
-    files and ``grading-result.json``) and the gradebook (nbgrader's SaveAutoGrades and
-    AssignLatePenalties on the autograded notebook)."""
+    files and ``grading-result.json``) and the gradebook (``SaveVerdicts`` with the result's
+    verdicts, and nbgrader's AssignLatePenalties, on the autograded notebook)."""
     import nbformat
     from nbgrader.api import Gradebook
-    from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
+    from nbgrader.preprocessors import AssignLatePenalties
+
+    from .execute import NOTES_KEY
+    from .verdicts import SaveVerdicts
 
     result = outcome.result
     folder = Path(root) / "autograded" / result.student / result.lesson
@@ -145,8 +149,8 @@ def save_outcome(root, db_url, course_id, outcome):
         gb.update_or_create_submission(result.lesson, result.student, **kwargs)
     nb = nbformat.read(folder / f"{result.lesson}.ipynb", as_version=4)
     resources = {"nbgrader": {"notebook": result.lesson, "assignment": result.lesson,
-                              "student": result.student, "db_url": db_url}}
-    for step in (SaveAutoGrades(), AssignLatePenalties()):
+                              "student": result.student, "db_url": db_url}, NOTES_KEY: result.notes}
+    for step in (SaveVerdicts(), AssignLatePenalties()):
         step.log.setLevel(logging.WARNING)
         nb, resources = step.preprocess(nb, resources)
     (folder / RESULT_FILE).write_text(result.to_json())

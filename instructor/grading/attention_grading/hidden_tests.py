@@ -33,7 +33,6 @@ MAX_REQUESTS = 20_000          # substitute and callback calls per hidden test
 MAX_ELEMENTS = 1 << 16         # numbers in the inputs of one such call
 MAX_AXIS = 512                 # length of any axis of those inputs
 MAX_INTEGER = 4096             # an integer argument (a length T, say)
-MAX_MESSAGE_BYTES = 256 << 20  # any message from a kernel (the grader's memory per notebook)
 
 
 class StopTest(Exception):
@@ -183,8 +182,6 @@ class KernelSession:
 
     def __init__(self, kernel_client, kernel_manager):
         self.kc, self.km = kernel_client, kernel_manager
-        for channel in (self.kc.stdin_channel, self.kc.shell_channel, self.kc.iopub_channel):
-            channel.socket.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
 
     async def run(self, conversation, timeout, until=None):
         """Serve until the probe's execute reply arrives; StopTest on a timeout or a dead kernel.

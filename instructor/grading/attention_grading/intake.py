@@ -1,14 +1,20 @@
 """What is in ``submitted/``: the submissions to grade and what is wrong with the rest.
 
 Layout (nbgrader's): ``submitted/<student>/<lesson>/<lesson>.ipynb``. ``scan`` only reads; every
-file it cannot grade is named, with its student and why, as a ``Problem``.
+file it cannot grade is named, with its student and why, as a ``Problem``. Every learner file is
+read within the ``IntakeLimits`` (size, and nesting depth for a notebook's JSON): whatever a
+submission holds, reading it is that submission's own problem and never stops the others.
 """
 import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from traitlets import Integer
+from traitlets.config import Configurable
+
 from .course import lesson_ids
+from .output_caps import TooDeep, json_size
 
 IGNORED_NAMES = {".ipynb_checkpoints", "__pycache__", ".DS_Store"}
 # Written by nbgrader itself (`submit`, `collect`) beside the notebook; release_feedback needs the secret.
@@ -37,26 +43,58 @@ class Problem:
         return f"[{kind}] {where}: {self.path}: {self.message}"
 
 
-def check_notebook(path):
+class IntakeLimits(Configurable):
+    """How much of a learner's files the grader reads (``make grade``'s intake)."""
+
+    max_notebook_bytes = Integer(20 << 20, help="Largest notebook read from submitted/; a larger one is "
+                                 "not graded, with the reason.").tag(config=True)
+    max_nesting = Integer(64, help="Deepest nesting of lists and objects in a notebook's JSON (a lesson "
+                          "notebook needs about 8); a deeper one is not graded, with the "
+                          "reason.").tag(config=True)
+    max_file_bytes = Integer(16 << 20, help="Largest file handed in beside a notebook that a grading job "
+                             "carries into the kernel's folder; larger ones are left out, with a "
+                             "note.").tag(config=True)
+    max_files = Integer(200, help="Most files handed in beside a notebook that a grading job carries; the "
+                        "rest are left out, with a note.").tag(config=True)
+
+
+def read_bounded(path, limit):
+    """The bytes of ``path`` if it has at most ``limit``; ``ValueError`` if more."""
+    with open(path, "rb") as fh:
+        raw = fh.read(limit + 1)
+    if len(raw) > limit:
+        raise ValueError(f"is larger than the {limit:,} bytes the grader reads")
+    return raw
+
+
+def check_notebook(path, limits=None):
     """Why ``path`` is not a readable notebook, or None."""
     import nbformat
 
+    limits = limits or IntakeLimits()
     try:
-        raw = path.read_bytes()
+        raw = read_bounded(path, limits.max_notebook_bytes)
     except OSError as exc:
         return f"cannot be read ({exc.strerror})"
+    except ValueError as exc:
+        return str(exc)
     if not raw.strip():
         return "is an empty file, not a notebook (was the upload interrupted?)"
     try:
         data = json.loads(raw.decode("utf-8"))
+        json_size(data, limits.max_nesting)
     except UnicodeDecodeError:
         return "is not a notebook: it is not UTF-8 text"
     except json.JSONDecodeError as exc:
         return f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); it is not a readable notebook"
+    except (RecursionError, TooDeep):
+        return (f"nests lists or objects more than {limits.max_nesting} levels deep; it is not a notebook "
+                "the grader reads")
     if not isinstance(data, dict) or "cells" not in data:
         return "is JSON but not a Jupyter notebook (no 'cells')"
     try:
-        nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
+        nb = nbformat.from_dict(data)
+        nb = nbformat.convert(nb, 4) if nb.get("nbformat") != 4 else nb
         nbformat.validate(nb)
     except Exception as exc:  # nbformat raises several kinds
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -64,9 +102,17 @@ def check_notebook(path):
     return None
 
 
-def scan(root, lessons, students=None):
+def _size(path):
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def scan(root, lessons, students=None, limits=None):
     """Units to grade and problems found, from ``<root>/submitted``; never writes there."""
     root = Path(root)
+    limits = limits or IntakeLimits()
     submitted = root / "submitted"
     all_lessons = set(lesson_ids(root))
     units, problems = [], []
@@ -113,6 +159,9 @@ def scan(root, lessons, students=None):
                         message = f"extra notebook ignored: only {lesson}.ipynb is graded"
                     else:
                         continue
+                elif _size(extra) > limits.max_file_bytes:
+                    message = (f"extra file larger than {limits.max_file_bytes:,} bytes: not handed to the "
+                               "kernel, not graded")
                 else:
                     message = "extra file, not graded (the notebook may read it while it runs; it is not kept in autograded/)"
                 problems.append(Problem(student, lesson, str(extra.relative_to(root)), message, fatal=False))
@@ -127,7 +176,7 @@ def scan(root, lessons, students=None):
                     problems.append(Problem(student, lesson, str(rel),
                                             f"no notebook: expected {lesson}.ipynb in this folder"))
                 continue
-            why = check_notebook(expected)
+            why = check_notebook(expected, limits)
             if why:
                 problems.append(Problem(student, lesson, str(expected.relative_to(root)),
                                         f"malformed notebook: it {why}"))
@@ -136,13 +185,22 @@ def scan(root, lessons, students=None):
     return units, problems
 
 
-def submission_files(folder):
-    """{relative path: bytes} of every file handed in (what a grading job carries)."""
+def submission_files(folder, limits=None):
+    """{relative path: bytes} of every file handed in (what a grading job carries), within the
+    ``IntakeLimits``: a file larger than ``max_file_bytes`` (other than the notebook, checked by
+    ``scan``), or past ``max_files``, is left out (``scan`` notes it)."""
+    limits = limits or IntakeLimits()
     folder = Path(folder)
     files = {}
     for path in sorted(folder.rglob("*")):
         if path.is_file() and not path.is_symlink() and not (set(path.relative_to(folder).parts) & IGNORED_NAMES):
-            files[str(path.relative_to(folder))] = path.read_bytes()
+            limit = limits.max_notebook_bytes if path.suffix == ".ipynb" else limits.max_file_bytes
+            if len(files) >= limits.max_files + 1:
+                break
+            try:
+                files[str(path.relative_to(folder))] = read_bounded(path, limit)
+            except (OSError, ValueError):
+                continue
     return files
 
 
