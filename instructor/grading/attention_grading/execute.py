@@ -277,10 +277,11 @@ class GuardedExecute(KernelRecovery, Execute):
         spec = spec_module.get(name)
         g = spec_module.case_generator(self._secret, self._submission, name)
         cases = spec.cases(g)
-        batches, callbacks, extra = plan_calls(spec, cases, g)
-        conversation = Conversation(spec, self._reference, batches, callbacks, self._completed, len(cases),
-                                    extra)
+        batches, callbacks, extra, measured = plan_calls(spec, cases, g)
         session = KernelSession(self.kc, self.km)
+        meter = session.meter() if measured else None
+        conversation = Conversation(spec, self._reference, batches, callbacks, self._completed, len(cases),
+                                    extra, measured, meter)
         started = monotonic()
         timeout = self.hidden_test_timeout or self.timeout or 30
         if name in self._crashing:      # it already hung or crashed a kernel in this notebook
@@ -307,6 +308,8 @@ class GuardedExecute(KernelRecovery, Execute):
                     self._hung_once = True
                     self._mark_broken(cell.source, index)
                 self._recover(index)
+        if meter is not None:
+            meter.close()
         verdict = decide(spec, self._reference, cases, conversation, stopped)
         verdict.seconds = monotonic() - started
         return verdict

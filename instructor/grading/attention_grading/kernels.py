@@ -38,7 +38,7 @@ from .paths import INSTRUCTOR_DIR
 from .sandbox import support
 from .sandbox.account import kernel_account
 from .sandbox.limits import Limits
-from .zygote_client import BLAS_THREADS, ForkedProcess, zygote_for
+from .zygote_client import BLAS_THREADS, KERNEL_MALLOC, ForkedProcess, zygote_for
 
 # Files of the grader's that may sit in a submission folder: never copied into a kernel's.
 GRADER_FILES = ("grading-notes.json", "grading-result.json")
@@ -80,6 +80,7 @@ class SandboxRequest:
         root = os.path.join(self.scratch, "sandbox")
         env = sandbox.kernel_environment(requested_env, root)
         env.update({k: "1" for k in BLAS_THREADS})
+        env.update(KERNEL_MALLOC)
         env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
         return sandbox.make(self.scratch, channels, env, seed=self.seed, readable=[connection_file],
                             protected=self.protected, account=self.account, limits=self.limits)
@@ -207,6 +208,15 @@ class SandboxedKernelManager(AsyncKernelManager):
     @default("transport")
     def _ipc(self):
         return "ipc"
+
+    def kernel_pid(self):
+        """The kernel's own pid (a cold sandboxed kernel's launcher waits outside it, as its parent)."""
+        process = self.provisioner.process
+        if isinstance(process, ForkedProcess) or self.sandbox_request is None:
+            return process.pid
+        with open(f"/proc/{process.pid}/task/{process.pid}/children") as fh:
+            children = fh.read().split()
+        return int(children[0]) if children else process.pid
 
     def channel_paths(self):
         """The socket path of each of the kernel's five channels (the ``ipc`` transport)."""
