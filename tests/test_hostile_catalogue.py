@@ -35,6 +35,7 @@ import pytest
 
 import background
 import hostile_catalogue as catalogue
+from attention_grading.case_secret import course_secret
 import leaks
 from conftest import ROOT, copy_course, nbgrader
 from grading_helpers import LESSON, grade_table, metadata_snapshot, run_grade, snapshot_changes, tree_hash
@@ -169,13 +170,15 @@ class Listener:
 
 
 def traces():
-    """Files named by an attack, anywhere searched, and processes an attack started."""
+    """Files named by an attack of this catalogue, anywhere searched, and processes an attack
+    started (by each attack's own marker: another test's markers on this machine are not ours)."""
+    markers = tuple(catalogue.PREFIX + name for name in ATTACKS)
     found = []
     for root in SEARCHED:
         for top, dirs, files in os.walk(root):
-            found += [os.path.join(top, n) for n in dirs + files if n.startswith(catalogue.PREFIX)]
+            found += [os.path.join(top, n) for n in dirs + files if n.startswith(markers)]
     ps = subprocess.run(["pgrep", "-af", catalogue.PREFIX], capture_output=True, text=True).stdout
-    processes = [line for line in ps.splitlines() if "pgrep" not in line]
+    processes = [line for line in ps.splitlines() if "pgrep" not in line and any(m in line for m in markers)]
     return found, processes
 
 
@@ -208,6 +211,7 @@ def write_attacks(root):
         for path, content in files:
             (folder / path).parent.mkdir(parents=True, exist_ok=True)
             (folder / path).write_text(content)
+    course_secret(root)           # the course's own state, made before grading as a first run does
     return {"listener": listener, "root": root,
             "before": {tree: tree_hash(root / tree) for tree in COURSE_TREES},
             "environment_before": {folder: metadata_snapshot(folder) for folder in WATCHED}}
@@ -315,9 +319,10 @@ def test_the_attacker_gains_nothing(hostile, attack, way):
     student = f"attack_{attack}"
     tests = [gid for exercise in spec.exercises for gid in TESTS[exercise]]
     got = _points(scores, student, tests, spec.lesson)
-    if not spec.graded:
-        assert all(v is None for v in got.values()), f"{attack} was graded by {way}: {got}"
+    if not spec.graded:     # make grade names it, grading nobody else's less; nbgrader reads what it can
+        assert all(v is None or not v[0] for v in got.values()), f"{attack} won points ({way}): {got}"
         if way == "make grade":
+            assert all(v is None or v[0] is None for v in got.values()), f"{attack} was graded: {got}"
             import csv
             import io
 

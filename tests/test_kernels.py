@@ -286,3 +286,31 @@ def test_a_crashing_cell_raises_dead_kernel_in_nbclient(tmp_path):
     with pytest.raises(DeadKernelError):
         client.execute()
     assert time.monotonic() - started < 20
+
+
+@pytest.mark.parametrize("cls", [ForkingKernelManager, ColdKernelManager], ids=["forked", "cold"])
+def test_the_grader_measures_a_kernels_memory_from_outside(tmp_path, cls):
+    """The meter of a kernel's sandbox (its own memory cgroup here) sees what a cell allocates,
+    children included; the kernel cannot reset it."""
+    from attention_grading.sandbox.meter import meter_for
+
+    async def main():
+        km, kc = await _started(cls, tmp_path)
+        try:
+            meter = meter_for(km.kernel_pid())
+            meter.start()
+            # In a child that has ended by the time the grader reads: only a cgroup still counts it.
+            allocate = ("if os.fork() == 0:\n    np.ones(60 << 17); os._exit(0)\nos.wait()\n"
+                        if type(meter).__name__ == "CgroupMeter" else "kept = np.ones(60 << 17)\n")
+            out, error = await _run(kc, "import os, numpy as np\n" + allocate +
+                                        "try:\n    open('/proc/self/clear_refs', 'w').write('5')\n"
+                                        "except OSError as exc:\n    print(type(exc).__name__)")
+            growth = meter.growth()
+            meter.close()
+            return type(meter).__name__, growth, out
+        finally:
+            await _stop(km, kc)
+
+    kind, growth, out = asyncio.run(main())
+    assert out.strip() == "OSError", out
+    assert 55 << 20 <= growth < 200 << 20, (kind, growth)

@@ -60,19 +60,22 @@ class OutputBudget:
         self.max_cell_bytes, self.max_notebook_bytes = max_cell_bytes, max_notebook_bytes
         self.max_depth = max_depth
         self.notebook_bytes = 0
-        self.cell_bytes, self.printed, self.noted = {}, {}, set()
+        self.cell_bytes, self.printed, self.noted, self.full = {}, {}, set(), set()
 
     def admit(self, msg, cell_index, kept):
         """The output ``msg`` becomes in cell ``cell_index`` (which holds ``kept`` outputs): an
         output node, a note, or None (dropped)."""
+        if cell_index in self.full:
+            return None
         try:
             size = json_size(msg.get("content"), self.max_depth)
             if msg.get("header", {}).get("msg_type") == "stream":
                 return self._stream(msg, cell_index, kept, size)
             output = output_from_msg(msg)          # nbformat's shape, checked
-        except (TooDeep, KeyError, TypeError, AttributeError, ValueError) as exc:
+        except Exception as exc:     # TooDeep, or not an output nbformat allows (several kinds)
             return self._once(cell_index, f"an output the grader cannot keep was dropped ({type(exc).__name__})")
         if kept >= self.max_outputs or not self.spend(cell_index, size):
+            self.full.add(cell_index)
             return self._once(cell_index, "further outputs of this cell dropped by the grader "
                                           f"(at most {self.max_outputs} outputs, {self.max_cell_bytes:,} bytes "
                                           f"per cell and {self.max_notebook_bytes:,} per notebook)")
@@ -90,7 +93,8 @@ class OutputBudget:
         if used + len(text) > self.max_stream_chars:
             text = text[: self.max_stream_chars - used] + CUT
         if kept >= self.max_outputs or not self.spend(cell_index, min(size, len(text) + 64)):
-            return self._once(cell_index, "further printed output of this cell dropped by the grader")
+            self.full.add(cell_index)
+            return self._once(cell_index, "further output of this cell dropped by the grader")
         return NotebookNode(output_type="stream", name=name, text=text)
 
     def spend(self, cell_index, size):

@@ -51,7 +51,7 @@ class RestoreCells(OverwriteCells):
         for cell in nb.cells:
             if "nbgrader" in cell.metadata and "grade_id" not in cell.metadata["nbgrader"]:
                 del cell.metadata["nbgrader"]
-        self._changed = []
+        self._changed, self._known = [], None
         nb, resources = super().preprocess(nb, resources)
         nb.metadata.setdefault("attention_grading", {})["restored_metadata"] = self._changed
         return nb, resources
@@ -77,16 +77,20 @@ class RestoreCells(OverwriteCells):
 
     def _trusted_metadata(self, name):
         """The cell's nbgrader metadata as the gradebook knows it (``MissingEntry`` if it does not)."""
-        source = self.gradebook.find_source_cell(name, self.notebook_id, self.assignment_id)
-        notebook = source.notebook
-        graded = {c.name: c for c in notebook.grade_cells}
-        tasks = {c.name: c for c in notebook.task_cells}
-        solutions = {c.name for c in notebook.solution_cells}
-        meta = {"grade": name in graded, "grade_id": name, "locked": bool(source.locked),
-                "schema_version": SCHEMA_VERSION, "solution": name in solutions, "task": name in tasks,
-                "checksum": source.checksum}
-        if name in graded or name in tasks:
-            meta["points"] = float((graded.get(name) or tasks[name]).max_score)
+        if getattr(self, "_known", None) is None:        # the gradebook's cells, read once per notebook
+            notebook = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
+            self._known = ({c.name: (bool(c.locked), c.checksum) for c in notebook.source_cells},
+                           {c.name: float(c.max_score) for c in [*notebook.grade_cells, *notebook.task_cells]},
+                           {c.name for c in notebook.task_cells}, {c.name for c in notebook.solution_cells},
+                           {c.name for c in notebook.grade_cells})
+        sources, points, tasks, solutions, graded = self._known
+        if name not in sources:
+            raise MissingEntry()
+        locked, checksum = sources[name]
+        meta = {"grade": name in graded, "grade_id": name, "locked": locked, "schema_version": SCHEMA_VERSION,
+                "solution": name in solutions, "task": name in tasks, "checksum": checksum}
+        if name in points:
+            meta["points"] = points[name]
         return meta
 
     def add_missing_grade_cells(self, nb, resources):
