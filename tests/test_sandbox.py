@@ -8,17 +8,16 @@ end, through grading, by tests/test_hostile_catalogue.py.
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
 from grading_helpers import metadata_snapshot, snapshot_changes
+from listeners import Listener
 
 GRADING_DIR = ROOT / "instructor" / "grading"
 PROBE = Path(__file__).with_name("sandbox_probe.py")
@@ -77,73 +76,6 @@ def probe(tmp_path, attempts, python=sys.executable, user=None, account=None, li
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["status"].startswith("{"), f"the sandbox did not start: {report['status']}"
     return json.loads(report["status"]), course, scratch, {k: v for k, v in changed.items() if v}
-
-
-class Servers:
-    """What a sandboxed process must not reach: a TCP and a UDP server, a UNIX stream and a UNIX
-    datagram socket, and a ZeroMQ publisher (a kernel's IOPub), all on this machine. Each
-    remembers anything that reached it."""
-
-    def __init__(self):
-        import tempfile
-
-        import zmq
-
-        self.reached = []
-        self.tcp = socket.create_server(("127.0.0.1", 0))
-        self.port = self.tcp.getsockname()[1]
-        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.udp.bind(("127.0.0.1", self.port))
-        self.folder = tempfile.mkdtemp(prefix="attention-sandbox-servers-")
-        os.chmod(self.folder, 0o755)
-        self.unix_path = os.path.join(self.folder, "stream")
-        self.unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.unix.bind(self.unix_path)
-        os.chmod(self.unix_path, 0o777)
-        self.unix.listen()
-        self.dgram_path = os.path.join(self.folder, "datagram")
-        self.dgram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.dgram.bind(self.dgram_path)
-        os.chmod(self.dgram_path, 0o777)
-        self.context = zmq.Context()
-        self.publisher = self.context.socket(zmq.PUB)
-        self.zmq_port = self.publisher.bind_to_random_port("tcp://127.0.0.1")
-        self.stopped = threading.Event()
-        for server in (self.tcp, self.unix):
-            threading.Thread(target=self._accept, args=(server,), daemon=True).start()
-        for server in (self.udp, self.dgram):
-            threading.Thread(target=self._receive, args=(server,), daemon=True).start()
-        threading.Thread(target=self._publish, daemon=True).start()
-
-    def _accept(self, server):
-        while True:
-            try:
-                connection, _ = server.accept()
-            except OSError:
-                return
-            self.reached.append((server.family, connection.recv(100)))
-
-    def _receive(self, server):
-        while True:
-            try:
-                self.reached.append((server.family, server.recv(100)))
-            except OSError:
-                return
-
-    def _publish(self):
-        while not self.stopped.wait(0.05):
-            self.publisher.send(b"another kernel's output")
-
-    def values(self):
-        return dict(port=self.port, unix_path=self.unix_path, dgram_path=self.dgram_path, zmq_port=self.zmq_port)
-
-    def close(self):
-        self.stopped.set()
-        for server in (self.tcp, self.udp, self.unix, self.dgram):
-            server.close()
-        self.publisher.close(linger=0)
-        self.context.term()
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 # Socket calls: every one is refused (socket() for every family; the Fast Open flags and options
@@ -278,10 +210,10 @@ def _filled(attempts, **values):
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory):
-    servers = Servers()
+    servers = Listener()
     tmp_path = tmp_path_factory.mktemp("sandbox")
     targets = _targets()
-    values = dict(course="{course}", root=ROOT, marker=MARKER, grader_pid=os.getpid(), **servers.values(),
+    values = dict(course="{course}", root=ROOT, marker=MARKER, grader_pid=os.getpid(), **servers.addresses(),
                   **targets)
     try:
         result, course, scratch, changed = probe(
@@ -289,7 +221,7 @@ def outcomes(tmp_path_factory):
             watched=sorted({os.path.dirname(p) for p in targets.values()}))
     finally:
         servers.close()
-    return {"outcomes": result, "reached": servers.reached, "scratch": scratch, "course": course,
+    return {"outcomes": result, "reached": servers.received, "scratch": scratch, "course": course,
             "changed": changed}
 
 
