@@ -65,8 +65,8 @@ def test_changed_metadata_is_the_gradebooks_again(db_url, change):
         if gid:
             cell = _cell(nb, gid)
             assert cell.cell_type == original.cell_type
-            assert {k: v for k, v in cell.metadata.nbgrader.items() if k != "checksum"} == \
-                {k: v for k, v in original.metadata.nbgrader.items() if k != "checksum"}
+            assert {k: v for k, v in cell.metadata.nbgrader.items() if k not in ("checksum", "cell_type")} == \
+                {k: v for k, v in original.metadata.nbgrader.items() if k not in ("checksum", "cell_type")}
             assert compute_checksum(cell) == original.metadata.nbgrader["checksum"] or not cell.metadata.nbgrader["locked"]
     assert nb.metadata["attention_grading"]["restored_metadata"]
     assert determine_grade(_cell(nb, "self_weight_answer")) == (0, 1.0)
@@ -87,3 +87,19 @@ def test_unreadable_or_unknown_metadata_is_dropped(db_url):
     assert "bonus_points" not in ids and 123 not in ids
     assert ids.count("contextualize_matches_reference") == 1
     assert "nbgrader" not in nb.cells[0].metadata
+
+
+def test_an_untouched_release_keeps_its_metadata_and_raises_no_flag(db_url):
+    """The lesson's own release, answered, as a learner hands it in: nothing restored, nothing
+    flagged (nbgrader's generate_assignment writes keys such as cell_type that must match)."""
+    import nbformat
+
+    from conftest import ROOT
+
+    from notebook_tools import solved
+
+    lesson = "01_context_vectors"
+    release = ROOT / "notebooks" / lesson / f"{lesson}.ipynb"
+    store_lesson(db_url, nbformat.read(release, as_version=4))
+    nb = _sanitized(db_url, solved(release, ROOT / "solutions" / lesson / f"{lesson}.ipynb"))
+    assert nb.metadata["attention_grading"]["restored_metadata"] == []

@@ -79,16 +79,16 @@ class RestoreCells(OverwriteCells):
         """The cell's nbgrader metadata as the gradebook knows it (``MissingEntry`` if it does not)."""
         if getattr(self, "_known", None) is None:        # the gradebook's cells, read once per notebook
             notebook = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
-            self._known = ({c.name: (bool(c.locked), c.checksum) for c in notebook.source_cells},
+            self._known = ({c.name: (bool(c.locked), c.checksum, c.cell_type) for c in notebook.source_cells},
                            {c.name: float(c.max_score) for c in [*notebook.grade_cells, *notebook.task_cells]},
                            {c.name for c in notebook.task_cells}, {c.name for c in notebook.solution_cells},
                            {c.name for c in notebook.grade_cells})
         sources, points, tasks, solutions, graded = self._known
         if name not in sources:
             raise MissingEntry()
-        locked, checksum = sources[name]
+        locked, checksum, cell_type = sources[name]
         meta = {"grade": name in graded, "grade_id": name, "locked": locked, "schema_version": SCHEMA_VERSION,
-                "solution": name in solutions, "task": name in tasks, "checksum": checksum}
+                "solution": name in solutions, "task": name in tasks, "checksum": checksum, "cell_type": cell_type}
         if name in points:
             meta["points"] = points[name]
         return meta
