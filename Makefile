@@ -11,21 +11,26 @@ ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 LAB_ARGS ?=
 TEST_ARGS ?=
 
-.PHONY: lab test system-packages release grade formgrader clean
+.PHONY: lab test test-all system-packages release grade formgrader new-lesson clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml instructor/grading/pyproject.toml
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[instructor]'
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps -e instructor/grading
 	@touch $@
 
 ## lab: set up the environment and open JupyterLab on the lessons (notebooks/)
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 $(ROOT_FLAG) $(LAB_ARGS)
 
-## test: Debian's PostgreSQL and Chromium (installed, or named), set up the environment, run every test
+## test: the quick tier (under 10 minutes): set up the environment, then every area once (a sample of each catalogue)
 test: system-packages $(STAMP)
 	$(PYTHON) -m pytest $(TEST_ARGS)
+
+## test-all: the full tier (CI): every catalogue entry, Dask, every browser test, real accounts, PostgreSQL
+test-all: system-packages $(STAMP)
+	$(PYTHON) -m pytest --full $(TEST_ARGS)
 
 ## system-packages: install the Debian packages the tests need, or say which and how (before anything else)
 system-packages:
@@ -33,15 +38,21 @@ system-packages:
 
 ## release: regenerate notebooks/ (learners) and solutions/ from source/
 release: $(STAMP)
-	PYTHONPATH=$(abspath instructor/grading) $(PYTHON) -m attention_grading.release
+	@mkdir -p .exchange
+	$(PYTHON) -m attention_grading.release
 
 ## grade: autograde submitted/ (here, or on a Dask cluster: GRADE_ARGS="--scheduler tcp://HOST:8786"), write feedback/, grades.csv and grades-by-learner.csv, print a table per student
 grade: $(STAMP)
-	PYTHONPATH=$(abspath instructor/grading) $(PYTHON) -m attention_grading.grade $(GRADE_ARGS)
+	$(PYTHON) -m attention_grading.grade $(GRADE_ARGS)
+
+## new-lesson: scaffold a lesson (NAME=09_example, FUNCTION=its first graded function): source notebook, spec, reference, catalogue
+new-lesson: $(STAMP)
+	$(PYTHON) -m attention_grading.scaffold $(NAME) $(if $(FUNCTION),--function $(FUNCTION))
 
 ## formgrader: JupyterLab at the course root, for instructors (Nbgrader menu → Formgrader)
 formgrader: $(STAMP)
-	PYTHONPATH=$(abspath instructor/grading) $(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) $(LAB_ARGS)
+	@mkdir -p .exchange
+	$(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) $(LAB_ARGS)
 
 clean:
 	rm -rf $(VENV) autograded feedback grades.csv grades-by-learner.csv grading-report gradebook.db .exchange

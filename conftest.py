@@ -1,9 +1,38 @@
-"""nbval over the notebooks (``--nbval-lax``, set in pyproject.toml): at the repository's root so
-that it applies however the notebooks are named on the command line (``pytest solutions/``)."""
+"""At the repository's root, so that it applies however tests are named on the command line:
+
+- the two tiers: ``pytest`` (``make test``) runs the quick tier, ``pytest --full`` (``make
+  test-all``, what ``.ci/run`` runs) everything. The quick tier leaves out the tests marked
+  ``full`` and those of the slow kinds (``cluster``, ``accounts``, ``postgres``, and ``browser``
+  except the ones also marked ``smoke``), and nbval over ``solutions/`` (``tests/test_lesson_text.py``
+  runs every solution there); tests that grade a catalogue grade a sample of it (``full_tier``);
+- nbval over the notebooks (``--nbval-lax``, set in pyproject.toml).
+"""
 import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
+
+
+SLOW_KINDS = ("cluster", "accounts", "postgres")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--full", action="store_true", default=False,
+                     help="the full tier (make test-all, CI): every catalogue entry, both halves of the hostile "
+                          "catalogue, Dask, every browser test, real accounts, PostgreSQL, nbval over solutions/")
+
+
+def full_tier(config):
+    """Is this the full tier (``--full``)? Tests that grade a catalogue grade all of it then."""
+    return bool(config.getoption("full", default=False))
+
+
+def only_in_the_full_tier(item):
+    """Does ``item`` belong to the full tier only (see the module docstring)?"""
+    marks = {mark.name for mark in item.iter_markers()}
+    if "full" in marks or marks & set(SLOW_KINDS) or ("browser" in marks and "smoke" not in marks):
+        return True
+    return hasattr(item, "cell_num") and (ROOT / "solutions") in Path(item.path).parents
 
 
 def pytest_configure(config):
@@ -32,6 +61,8 @@ def release_cells_after_the_first_exercise(items):
 
 def pytest_collection_modifyitems(session, config, items):
     dropped = release_cells_after_the_first_exercise(items)
+    if not full_tier(config):
+        dropped += [item for item in items if only_in_the_full_tier(item)]
     if dropped:
         ids = {id(item) for item in dropped}
         items[:] = [item for item in items if id(item) not in ids]

@@ -1,30 +1,20 @@
-"""nbgrader configuration for the course; every nbgrader command run from this folder reads it.
+"""nbgrader configuration for the course; every nbgrader command run from this folder reads it,
+and ``make grade`` reads it once per run. It sets values only: loading it changes nothing else
+(no import path, no environment, no folder).
 
 Layout: lessons are authored in source/<id>/<id>.ipynb; `nbgrader generate_assignment`
 writes the learners' release to notebooks/ and `nbgrader generate_solution` the solved
 notebooks to solutions/. Autograding runs every kernel in an operating-system sandbox and drives
-the hidden tests from the grader (instructor/grading/attention_grading), which holds the
-reference (instructor/reference); neither ever enters a learner's kernel.
+the hidden tests from the grader (instructor/grading/attention_grading, installed into the course
+environment by `make`), which holds the reference (instructor/reference); neither ever enters a
+learner's kernel. Every grading setting is a trait with its help text
+(`python -m attention_grading.settings` lists them, the README's "Settings" table is made from
+that list); set them here as `c.<Class>.<name> = value`.
 """
 import os
-import sys
 from pathlib import Path
 
 COURSE_ROOT = Path(__file__).resolve().parent
-GRADING_DIR = COURSE_ROOT / "instructor" / "grading"
-
-# The grading code is importable by nbgrader here and, through PYTHONPATH, in the instructor's
-# own kernels (nbgrader validate on source/ runs the hidden tests there). Graded kernels get an
-# environment of their own, without it, and cannot read instructor/ at all.
-if str(GRADING_DIR) not in sys.path:
-    sys.path.insert(0, str(GRADING_DIR))
-_paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-if str(GRADING_DIR) not in _paths:
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(GRADING_DIR), *_paths])
-# Creating the gradebook runs `alembic` from the environment's bin/, even when it is not activated.
-_bin = str(Path(sys.executable).parent)
-if _bin not in os.environ.get("PATH", "").split(os.pathsep):
-    os.environ["PATH"] = os.pathsep.join([_bin, os.environ.get("PATH", "")])
 
 c = get_config()  # noqa: F821  (provided by traitlets when nbgrader loads this file)
 
@@ -41,10 +31,8 @@ c.CourseDirectory.db_url = os.environ.get(
     "ATTENTION_GRADEBOOK_URL", f"sqlite:///{COURSE_ROOT / 'gradebook.db'}"
 )
 
-# The formgrader warns until the exchange folder exists; a local one serves a single machine.
-_exchange = Path(os.environ.get("ATTENTION_EXCHANGE", COURSE_ROOT / ".exchange"))
-_exchange.mkdir(parents=True, exist_ok=True)
-c.Exchange.root = str(_exchange)
+# A local exchange serves a single machine (`make formgrader` and `make release` create it).
+c.Exchange.root = os.environ.get("ATTENTION_EXCHANGE", str(COURSE_ROOT / ".exchange"))
 # Submissions private between learners, each credited to the account that wrote it
 # (attention_course/exchange.py; learners' images set the same `submit`).
 c.ExchangeFactory.submit = "attention_course.exchange.PrivateSubmit"
@@ -82,6 +70,8 @@ c.Autograde.autograde_preprocessors = [
 # A stuck cell is interrupted after 30 s and scores 0; a whole notebook gets at most 600 s.
 c.Execute.timeout = 30
 c.GuardedExecute.notebook_timeout = 600
+# make grade on a Dask cluster's workers instead of this machine (see the README).
+c.DaskCluster.scheduler = os.environ.get("ATTENTION_DASK_SCHEDULER", "")
 # Restore deleted or altered test cells, and every graded cell's nbgrader metadata, from the
 # gradebook instead of "needs manual grading" (restore.py); metadata nbgrader cannot read is dropped
 # first.

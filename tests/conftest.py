@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
 sys.path.insert(0, str(ROOT / "tests"))
 
 COURSE_PARTS = ["nbgrader_config.py", "source", "notebooks", "solutions", "instructor"]
@@ -35,17 +36,22 @@ def copy_course(dest, lessons=None):
     return dest
 
 
-def course_env():
+def course_env(root):
+    """The environment of a command run on the course copy at ``root``: the course environment's
+    tools on PATH, and that copy's grading package first on the import path (the one `make`
+    installs is the repository's)."""
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PYTHONPATH"] = str(Path(root) / "instructor" / "grading")
     env.pop("ATTENTION_GRADEBOOK_URL", None)
     env.pop("ATTENTION_EXCHANGE", None)
+    env.pop("ATTENTION_DASK_SCHEDULER", None)
     return env
 
 
 def nbgrader(root, *args, check=True, timeout=900):
     """Run a real ``nbgrader`` command in ``root``; stderr is merged into ``stdout``, in order."""
-    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, env=course_env(),
+    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, env=course_env(root),
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=timeout)
     if check and done.returncode != 0:
@@ -93,12 +99,29 @@ def lessons_using(session, fixture):
                    and "lesson" in getattr(getattr(item, "callspec", None), "params", {})})
 
 
+def _uses(item, fixture):
+    return fixture in getattr(item, "fixturenames", ())
+
+
+def plain_nbgrader_half_selected(session):
+    """Do the selected tests read the hostile catalogue graded by plain ``nbgrader autograde``?"""
+    return any(_uses(item, "nbgrader_half") or (_uses(item, "hostile") and getattr(
+        getattr(item, "callspec", None), "params", {}).get("way") == "nbgrader autograde")
+        for item in session.items)
+
+
 def graded_selection(session):
-    """(lessons, with attacks) of the one ``make grade`` run that serves the catalogue tests and
-    the hostile catalogue: one run keeps both cores busy to the end."""
-    attacks = any("hostile" in getattr(item, "fixturenames", ()) for item in session.items)
+    """(lessons, with attacks, sampled) of the one ``make grade`` run that serves the catalogue
+    tests and the hostile catalogue's ``make grade`` half: one run keeps both cores busy to the end.
+    The quick tier grades a sample of each lesson's catalogue."""
+    attacks = any(_uses(item, "hostile") or _uses(item, "make_grade_half") for item in session.items)
     lessons = set(lessons_using(session, "graded")) | ({HOSTILE_LESSON} if attacks else set())
-    return sorted(lessons), attacks
+    return sorted(lessons), attacks, not full_tier(session.config)
+
+
+def full_tier(config):
+    """``pytest --full`` (the root conftest.py defines the option and leaves the rest out without it)."""
+    return bool(config.getoption("full", default=False))
 
 
 @pytest.hookimpl(trylast=True)
@@ -119,10 +142,10 @@ def pytest_collection_finish(session):
     selected = lessons_using(session, "validation")
     if selected:
         background.start(session, "validation", lesson_grading.validate_all, selected)
-    lessons, attacks = graded_selection(session)
+    lessons, attacks, sampled = graded_selection(session)
     if lessons:
-        background.start(session, "graded", lesson_grading.grade_all, lessons, attacks)
-    if attacks:
+        background.start(session, "graded", lesson_grading.grade_all, lessons, attacks, sampled)
+    if plain_nbgrader_half_selected(session):
         import test_hostile_catalogue
 
         # One notebook at a time: it starts when validation is done, beside the catalogue's four

@@ -118,11 +118,8 @@ def snapshot_changes(before, after):
 
 
 def env_for(root, **extra):
-    env = {k: v for k, v in os.environ.items() if k not in ("ATTENTION_GRADEBOOK_URL", "ATTENTION_EXCHANGE")}
-    env["PYTHONPATH"] = str(Path(root) / "instructor" / "grading")
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env.update(extra)
-    return env
+    """``conftest.course_env(root)`` with ``extra`` variables."""
+    return {**conftest.course_env(root), **extra}
 
 
 def run_grade(root, *args, timeout=600, **env):

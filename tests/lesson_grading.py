@@ -47,28 +47,33 @@ def validate_all(folder, lessons):
 
 # ---------------------------------------------------------------- autograding
 
-def submissions(lesson):
+#: The lesson whose hostile cases (tests/hostile.py) the quick tier grades; the full tier grades every lesson's.
+QUICK_HOSTILE_LESSON = "01_context_vectors"
+
+
+def submissions(lesson, sampled=False):
     """({student id: notebook}, {student id: catalogue manifest}): the solution and the release as
-    they are, every catalogue entry (packed, see ``catalogue.packed``) and every hostile case in a
+    they are, every catalogue entry (packed, see ``catalogue.packed``; a sample of it when
+    ``sampled``) and every hostile case (when ``sampled``, only in ``QUICK_HOSTILE_LESSON``) in a
     lean notebook (demonstrations deleted, as a learner may: grading reads answers and tests)."""
     answer = solved(release_path(lesson), solution_path(lesson))
     students = {"solution": answer, "untouched": nbformat.read(release_path(lesson), as_version=4)}
     manifest = {}
     answer = lean(answer)
-    for entry in catalogue.packed(lesson, hostile.graded_functions(answer)):
+    for entry in catalogue.packed(lesson, hostile.graded_functions(answer), sampled):
         nb = answer
         for function, source in entry["sources"].items():
             nb = with_answer(nb, function, source)
         students[entry["id"]] = nb
         manifest[entry["id"]] = entry
     target = hostile.graded_functions(answer)[0]
-    for case, build in hostile.CORE_CASES.items():
+    for case, build in hostile.CORE_CASES.items() if not sampled or lesson == QUICK_HOSTILE_LESSON else ():
         students[f"hostile--{target}--{case}"] = build(answer, target)
     return students, manifest
 
 
-def _write_submissions(root, lesson):
-    students, manifest = submissions(lesson)
+def _write_submissions(root, lesson, sampled):
+    students, manifest = submissions(lesson, sampled)
     for student, nb in students.items():
         folder = root / "submitted" / student / lesson
         folder.mkdir(parents=True)
@@ -125,7 +130,7 @@ def _without_progress(text):
                      and "nb/s]" not in line and "s/nb]" not in line)
 
 
-def grade_all(folder, lessons, attacks=False):
+def grade_all(folder, lessons, attacks=False, sampled=False):
     """{lesson: results}: every lesson's catalogue and hostile cases, autograded; with ``attacks``,
     also the hostile catalogue of tests/hostile_catalogue.py (its results under ``"_hostile"``).
 
@@ -144,7 +149,7 @@ def grade_all(folder, lessons, attacks=False):
         config.write("\nc.Execute.timeout = 10\n")
     for lesson in course_lessons:
         nbgrader(root, "generate_assignment", lesson, "--force")
-    written = {lesson: _write_submissions(root, lesson) for lesson in lessons}
+    written = {lesson: _write_submissions(root, lesson, sampled) for lesson in lessons}
     if attacks:
         import test_hostile_catalogue as hostile_tests
 
@@ -165,7 +170,7 @@ def grade_all(folder, lessons, attacks=False):
     readers = {"solution"}
     for students, _ in written.values():
         readers.add(next(s for s in students if s.startswith("wrong--")))
-        readers.add(next(s for s in students if s.endswith("--patched_helpers")))
+        readers.add(next((s for s in students if s.endswith("--patched_helpers")), "solution"))
     if attacks:
         readers |= {f"attack_{name}" for name in hostile_tests.FEEDBACK_READERS}
     reader_args = [arg for student in sorted(readers) for arg in ("--student", student)]

@@ -28,7 +28,7 @@ from dask_cluster import LoopbackCluster, wait_until
 from grading_helpers import env_for, grade_table, tree_hash
 from notebook_tools import lean, solved, with_answer
 
-pytestmark = pytest.mark.nbgrader
+pytestmark = [pytest.mark.nbgrader, pytest.mark.cluster]
 
 LESSON_01 = "01_context_vectors"
 MORE_LESSONS = ("02_queries_keys_values",)

@@ -23,7 +23,7 @@ from conftest import ROOT, nbgrader
 from grading_helpers import LESSON, grade_table, lesson_points, run_grade
 from notebook_tools import solved
 
-pytestmark = pytest.mark.nbgrader
+pytestmark = [pytest.mark.nbgrader, pytest.mark.accounts]
 
 LEARNERS = ("attention-learner-a", "attention-learner-b")
 

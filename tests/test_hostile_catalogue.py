@@ -159,19 +159,29 @@ def grade_with_nbgrader(folder):
 
 
 @pytest.fixture(scope="session")
-def hostile(request, graded_run):
-    """{way: results} of grading every attack with make grade and with nbgrader autograde."""
-    return {"make grade": graded_run["_hostile"],
-            "nbgrader autograde": background.result(request.session, "hostile", grade_with_nbgrader,
-                                                    after="validation")}
-
-
-@pytest.fixture(scope="session")
 def graded_run(request):
     import lesson_grading
     from conftest import graded_selection
 
     return background.result(request.session, "graded", lesson_grading.grade_all, *graded_selection(request.session))
+
+
+@pytest.fixture(scope="session")
+def make_grade_half(graded_run):
+    """The attacks graded by ``make grade`` with the catalogue (tests/lesson_grading.py)."""
+    return graded_run["_hostile"]
+
+
+@pytest.fixture(scope="session")
+def nbgrader_half(request):
+    """The attacks graded by plain ``nbgrader autograde`` (started in the background)."""
+    return background.result(request.session, "hostile", grade_with_nbgrader, after="validation")
+
+
+@pytest.fixture
+def hostile(request, way):
+    """The results of grading every attack the way the test is parametrized with."""
+    return request.getfixturevalue({"make grade": "make_grade_half", "nbgrader autograde": "nbgrader_half"}[way])
 
 
 def _points(scores, student, exercise_tests, lesson=LESSON):
@@ -180,7 +190,8 @@ def _points(scores, student, exercise_tests, lesson=LESSON):
 
 TESTS = {"softmax": ["softmax_matches_reference"], "contextualize": ["contextualize_matches_reference"],
          "tiled_attention": ["tiled_attention_matches_reference"]}
-WAYS = ["make grade", "nbgrader autograde"]
+# The plain-nbgrader half runs in the full tier (``pytest --full``).
+WAYS = ["make grade", pytest.param("nbgrader autograde", marks=pytest.mark.full)]
 OUTPUT_CAP_BYTES = (8 << 20) + (2 << 20)   # GuardedExecute.max_notebook_output_bytes, and the lesson itself
 
 
@@ -195,7 +206,7 @@ def test_the_attacker_gains_nothing(hostile, attack, way):
     """Every exercise the attack answers scores 0, graded (not left blank by an error); a written
     answer it tampers with still awaits manual grading. A file that is not a notebook the grader
     reads is not graded, and make grade's grades.csv says why."""
-    scores, spec = hostile[way]["scores"], catalogue.ATTACKS[attack]
+    scores, spec = hostile["scores"], catalogue.ATTACKS[attack]
     student = f"attack_{attack}"
     tests = [gid for exercise in spec.exercises for gid in TESTS[exercise]]
     got = _points(scores, student, tests, spec.lesson)
@@ -206,13 +217,13 @@ def test_the_attacker_gains_nothing(hostile, attack, way):
             import csv
             import io
 
-            rows = [r for r in csv.DictReader(io.StringIO(hostile[way]["grades_csv"].decode()))
+            rows = [r for r in csv.DictReader(io.StringIO(hostile["grades_csv"].decode()))
                     if r["student"] == student and r["lesson"] == spec.lesson]
             assert rows and rows[0]["status"] == "ungradable" and "malformed notebook" in rows[0]["note"], rows
         return
     assert all(v is not None for v in got.values()), f"{attack} was not graded by {way}: {got}"
     if spec.correct:    # right answers under changed metadata: exactly the points the gradebook gives
-        maxima = _maxima(hostile[way]["root"], spec.lesson)
+        maxima = _maxima(hostile["root"], spec.lesson)
         assert all(v == (maxima[gid], False) for gid, v in got.items()), f"{attack} ({way}): {got}, {maxima}"
     else:
         assert all(v[0] == 0 for v in got.values()), f"{attack} won points ({way}): {got}"
@@ -231,10 +242,10 @@ def _maxima(root, lesson):
 def test_the_correct_learner_keeps_full_marks_and_grading_finishes(hostile, way):
     """The correct learners (lessons 01 and 08), graded in the same run as every attack, score
     every autograded point; the run ended."""
-    run = hostile[way]["run"]
+    run = hostile["run"]
     assert run.returncode in (0, 1), run.stdout[-3000:] + run.stderr[-3000:]
-    correct = _points(hostile[way]["scores"], CORRECT, TESTS["softmax"] + TESTS["contextualize"])
-    correct.update(_points(hostile[way]["scores"], CORRECT, TESTS["tiled_attention"], catalogue.MEASURED_LESSON))
+    correct = _points(hostile["scores"], CORRECT, TESTS["softmax"] + TESTS["contextualize"])
+    correct.update(_points(hostile["scores"], CORRECT, TESTS["tiled_attention"], catalogue.MEASURED_LESSON))
     assert all(v == (3.0, False) for v in correct.values()), (correct, run.stdout[-3000:])
 
 
@@ -244,8 +255,8 @@ def test_the_course_is_untouched(hostile, way):
     extended attributes included); the stored hidden tests are still source/'s."""
     from attention_grading.gradebook import stored_test_mismatches
 
-    assert hostile[way]["after"] == hostile[way]["before"]
-    root = hostile[way]["root"]
+    assert hostile["after"] == hostile["before"]
+    root = hostile["root"]
     assert stored_test_mismatches(root, f"sqlite:///{root / 'gradebook.db'}", "attention",
                                   list(catalogue.LESSONS)) == {}
 
@@ -254,7 +265,7 @@ def test_the_course_is_untouched(hostile, way):
 def test_the_course_environment_is_untouched(hostile, way):
     """No file of the course environment, the learner package or the Python installation was
     written or changed its mode, owner, times or extended attributes; none appeared."""
-    changed = {folder: paths for folder, paths in hostile[way]["environment_changed"].items() if paths}
+    changed = {folder: paths for folder, paths in hostile["environment_changed"].items() if paths}
     assert not changed, {folder: paths[:10] for folder, paths in changed.items()}
 
 
@@ -262,20 +273,20 @@ def test_the_course_environment_is_untouched(hostile, way):
 def test_no_trace_is_left(hostile, way):
     """No file an attack named anywhere, no process it started, nothing reached a server of this
     machine, no late write to the grades or the gradebook."""
-    files, processes = hostile[way]["traces"]
+    files, processes = hostile["traces"]
     assert not files, files[:10]
     assert not processes, processes
-    assert not hostile[way]["listener"], hostile[way]["listener"]
-    grades = hostile[way]["grades_csv"]
+    assert not hostile["listener"], hostile["listener"]
+    grades = hostile["grades_csv"]
     assert grades is None or catalogue.PREFIX.encode() not in grades
-    assert all(score != 99 for score, _ in hostile[way]["scores"].values())
+    assert all(score != 99 for score, _ in hostile["scores"].values())
 
 
 @pytest.mark.parametrize("way", WAYS)
 def test_nothing_an_attack_tried_worked(hostile, way):
     """No attack reports, in its own outputs, that a socket, a metadata call, a measurement or any
     other attempt got through."""
-    root = hostile[way]["root"]
+    root = hostile["root"]
     got = {}
     for name in ATTACKS:
         path = _autograded(root, name)
@@ -291,29 +302,29 @@ def test_nothing_an_attack_tried_worked(hostile, way):
 def test_outputs_stay_within_the_caps(hostile, way):
     """The submission that prints tens of MB of every output type makes an autograded notebook
     within the per-notebook output cap, grades, and the grader's processes stay bounded."""
-    root = hostile[way]["root"]
+    root = hostile["root"]
     path = _autograded(root, "huge_outputs_of_every_kind")
     assert path.stat().st_size < OUTPUT_CAP_BYTES, path.stat().st_size
     nb = nbformat.read(path, as_version=4)
     assert any("dropped by the grader" in json.dumps(c.get("outputs", [])) for c in nb.cells)
-    print(f"\n{way}: largest grading process {hostile[way]['grader_max_rss'] / 2**20:.0f} MiB; "
+    print(f"\n{way}: largest grading process {hostile['grader_max_rss'] / 2**20:.0f} MiB; "
           f"autograded notebook {path.stat().st_size / 2**20:.1f} MiB")
 
 
 @pytest.mark.parametrize("way", WAYS)
 def test_no_script_survives_in_an_autograded_notebook(hostile, way):
     """The <script>, <img onerror> and JavaScript outputs are gone from what the formgrader shows."""
-    root = hostile[way]["root"]
+    root = hostile["root"]
     path = root / "autograded" / "attack_script_in_output" / LESSON / f"{LESSON}.ipynb"
     outputs = json.dumps([c.get("outputs", []) for c in nbformat.read(path, as_version=4).cells])
     assert "<script" not in outputs and "onerror" not in outputs.lower()
     assert "application/javascript" not in outputs
 
 
-def test_no_feedback_shows_reference_code(hostile):
+def test_no_feedback_shows_reference_code(make_grade_half):
     """Feedback of attackers that print all they can find: their own code and verdicts, never the
     reference or a hidden test."""
-    root = hostile["make grade"]["root"]
+    root = make_grade_half["root"]
     files = [root / "feedback" / f"attack_{name}" / LESSON / f"{LESSON}.html" for name in FEEDBACK_READERS]
     assert all(f.is_file() for f in files), [str(f) for f in files if not f.is_file()]
     reference = leaks.reference_lines()
@@ -324,9 +335,9 @@ def test_no_feedback_shows_reference_code(hostile):
         assert not found, (path, found[:3])
 
 
-def test_a_later_run_grades_as_before(hostile):
+def test_a_later_run_grades_as_before(make_grade_half):
     """After every attack, grading the correct learner again gives the same full marks."""
-    again, scores = hostile["make grade"]["again"]
+    again, scores = make_grade_half["again"]
     assert again.returncode == 0, again.stdout[-3000:]
     correct = _points(scores, CORRECT, TESTS["softmax"] + TESTS["contextualize"])
     assert all(v == (3.0, False) for v in correct.values()), correct
@@ -335,7 +346,7 @@ def test_a_later_run_grades_as_before(hostile):
 @pytest.mark.parametrize("way", WAYS)
 def test_the_grader_secret_never_reached_a_kernel(hostile, way):
     """The grader's environment (a stand-in for a gradebook password) is invisible to kernels."""
-    root = hostile[way]["root"]
+    root = hostile["root"]
     nb = nbformat.read(root / "autograded" / "attack_grader_secrets" / LESSON / f"{LESSON}.ipynb", as_version=4)
     outputs = json.dumps([c.get("outputs", []) for c in nb.cells])
     assert "found the secret" not in outputs and SECRET not in outputs
@@ -344,8 +355,8 @@ def test_the_grader_secret_never_reached_a_kernel(hostile, way):
 @pytest.mark.parametrize("way", WAYS)
 def test_a_crash_is_named_and_costs_its_exercise_only(hostile, way):
     """The segfaulting softmax is named in grading-notes.json; contextualize keeps its points."""
-    root = hostile[way]["root"]
+    root = hostile["root"]
     notes = json.loads((root / "autograded" / "attack_segfault" / LESSON / "grading-notes.json").read_text())
     assert notes["crashed_cells"] or any(v["kind"] == "crashed" for v in notes["verdicts"].values()), notes
-    assert _points(hostile[way]["scores"], "attack_segfault", TESTS["contextualize"]) == \
+    assert _points(hostile["scores"], "attack_segfault", TESTS["contextualize"]) == \
         {"contextualize_matches_reference": (3.0, False)}

@@ -8,7 +8,6 @@ import asyncio
 import os
 import re
 import signal
-import time
 
 import nbformat
 import pytest
@@ -188,20 +187,17 @@ def test_forked_kernel_is_interrupted_and_killed_as_a_group(tmp_path):
     """An interrupt stops a running cell; shutdown leaves no process behind."""
     async def main():
         km, kc = await _started(ForkingKernelManager, tmp_path)
-        msg_id = kc.execute("import time; time.sleep(60)")
+        msg_id = kc.execute("import time; time.sleep(3600)")     # only an interrupt ends it in time
         await asyncio.sleep(0.5)
-        started = time.monotonic()
         await km.interrupt_kernel()
-        reply = await kc.get_shell_msg(timeout=10)
+        reply = await kc.get_shell_msg(timeout=300)
         assert reply["parent_header"]["msg_id"] == msg_id
-        waited = time.monotonic() - started
         pid = km.provisioner.process.pid
         await _stop(km, kc)
-        return reply["content"], waited, pid
+        return reply["content"], pid
 
-    content, waited, pid = asyncio.run(main())
+    content, pid = asyncio.run(main())
     assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt"
-    assert waited < 5
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
 
@@ -278,11 +274,12 @@ def test_a_lesson_runs_to_the_same_outputs_forked_or_cold(lesson, monkeypatch):
 
 
 def test_a_crashing_cell_raises_dead_kernel_in_nbclient(tmp_path):
-    """nbclient running a forked kernel sees a segfault as a dead kernel, as with a cold one."""
+    """nbclient running a forked kernel sees a segfault as a dead kernel, as with a cold one (a
+    kernel whose death went unnoticed would end in a CellTimeoutError instead, however long the
+    machine takes)."""
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import ctypes; ctypes.string_at(0)")])
-    client = NotebookClient(nb, timeout=30, kernel_name="python3", kernel_manager_class=ForkingKernelManager,
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", kernel_manager_class=ForkingKernelManager,
                             resources={"metadata": {"path": str(tmp_path)}})
-    started = time.monotonic()
     with pytest.raises(DeadKernelError):
         client.execute()
     assert time.monotonic() - started < 20

@@ -9,7 +9,6 @@
   lesson's other functions);
 - ``submitted/`` is byte-for-byte unchanged by grading.
 """
-import os
 import warnings
 
 import nbformat
@@ -120,7 +119,7 @@ def test_untouched_release_scores_zero(lesson, graded):
 
 @pytest.mark.nbgrader
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_wrong_answers_lose_points_on_their_own_exercise_only(lesson, graded):
+def test_wrong_answers_lose_points_on_their_own_exercise_only(lesson, graded, request):
     """Each catalogued mistake costs points on its function's tests and nowhere else."""
     owners = _test_cells(lesson)
     if catalogue.load(lesson) is None:
@@ -143,16 +142,18 @@ def test_wrong_answers_lose_points_on_their_own_exercise_only(lesson, graded):
             problems.append(f"{student} also lost points elsewhere{riding}: {others}")
     print(f"\n{lesson}: kill rate {killed}/{len(wrong)} wrong answers caught "
           f"({catalogue.size(lesson, 'WRONG')} in the catalogue)")
-    if os.environ.get("CATALOGUE", "full") != "sample":
+    full = request.config.getoption("full")
+    if full:
         assert len(wrong) == catalogue.size(lesson, "WRONG"), "a wrong entry was not graded"
     per_function = {f: sum(1 for e in wrong.values() if e["wrong"][0] == f) for f in set(owners.values())}
-    assert min(per_function.values()) >= 3, f"fewer than three wrong answers for a function: {per_function}"
+    least = 3 if full else catalogue.LIMITS["WRONG"]
+    assert min(per_function.values()) >= least, f"fewer than {least} wrong answers for a function: {per_function}"
     assert not problems, "\n".join(problems)
 
 
 @pytest.mark.nbgrader
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_correct_answers_written_differently_get_full_marks(lesson, graded):
+def test_correct_answers_written_differently_get_full_marks(lesson, graded, request):
     """Loops, einsum, scipy, or code that warns and writes to stderr: full marks all the same."""
     owners = _test_cells(lesson)
     scores = graded[lesson]["scores"]
@@ -170,9 +171,10 @@ def test_correct_answers_written_differently_get_full_marks(lesson, graded):
                 lost[student] = dropped
     print(f"\n{lesson}: {graded_entries} correct answers written differently graded "
           f"({catalogue.size(lesson, 'CORRECT')} in the catalogue)")
-    assert graded_entries >= 2, "fewer than two correct variants in the catalogue"
-    if os.environ.get("CATALOGUE", "full") != "sample":
+    if request.config.getoption("full"):
+        assert graded_entries >= 2, "fewer than two correct variants in the catalogue"
         assert graded_entries == catalogue.size(lesson, "CORRECT"), "a correct entry was not graded"
+    assert graded_entries >= 1, "no correct variant graded"
     assert not lost, lost
 
 
@@ -184,11 +186,13 @@ def test_grading_never_modifies_submitted(lesson, graded):
 
 
 @pytest.mark.nbgrader
-@pytest.mark.parametrize("lesson", LESSONS)
+@pytest.mark.parametrize("lesson", [lesson if lesson == lesson_grading.QUICK_HOSTILE_LESSON else
+                                    pytest.param(lesson, marks=pytest.mark.full) for lesson in LESSONS])
 def test_hostile_submissions_get_their_defined_outcome(lesson, graded):
     """Reaching for the reference, patching the checks, crashing, editing test cells: see README."""
     owners = _test_cells(lesson)
     problems = []
+    assert any(s.startswith("hostile--") for s in graded[lesson]["scores"]), "no hostile case was graded"
     for student, scores in graded[lesson]["scores"].items():
         if not student.startswith("hostile--"):
             continue
@@ -223,7 +227,7 @@ def test_hostile_submissions_get_their_defined_outcome(lesson, graded):
 def test_feedback_shows_verdicts_but_no_hidden_test(lesson, graded):
     """generate_feedback: each check's docstring and diagnosis, never hidden code, reference code or paths."""
     feedback = graded[lesson]["feedback"]
-    assert len(feedback) == 3, sorted(feedback)
+    assert "solution" in feedback and any(s.startswith("wrong--") for s in feedback), sorted(feedback)
     for student, html in feedback.items():
         assert not leaks.found_in(html, graded[lesson]["root"]), student
         assert "hidden tests run here" in html

@@ -20,8 +20,11 @@ def test_peak_memory_sees_numpy_allocations_and_not_the_inputs():
 
 
 def test_best_time_returns_the_result_and_a_positive_time():
+    import time
+
+    started = time.perf_counter()
     result, seconds = best_time(sum, [1, 2, 3], repeats=3)
-    assert result == 6 and 0 < seconds < 1
+    assert result == 6 and 0 < seconds <= (time.perf_counter() - started) / 3      # the best of three
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -41,9 +41,9 @@ def private_folders(home, config=None):
     return folders
 
 
-def lab_env(home):
-    """The course environment plus private Jupyter folders under ``home``."""
-    env = course_env()
+def lab_env(home, course=ROOT):
+    """The course environment (for the course at ``course``) plus private Jupyter folders under ``home``."""
+    env = course_env(course)
     env.update(private_folders(home))
     env.pop("JUPYTER_TOKEN", None)
     env.pop("BROWSER", None)
@@ -143,7 +143,7 @@ def start_course_lab(course, home, log_path):
     port, token = free_port(), secrets.token_hex(24)
     command = [str(JUPYTER), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
                f"--ServerApp.token={token}", f"--ServerApp.root_dir={course}", *root_flag()]
-    return Lab(command, course, lab_env(home), port, token, log_path, home / "runtime")
+    return Lab(command, course, lab_env(home, course), port, token, log_path, home / "runtime")
 
 
 def start_lab_as(learner, log_path):

@@ -10,6 +10,7 @@ from .parsers import parse_cat_weights
 pytestmark = pytest.mark.browser
 
 
+@pytest.mark.smoke
 def test_learner_opens_lesson_01_release(tab, course):
     """From the file browser, notebooks/ → 01_context_vectors → the notebook: rendered, with its stubs."""
     from playwright.sync_api import expect

@@ -26,7 +26,7 @@ from notebook_tools import solved
 from .pages import browser_context, open_tab
 from .servers import start_course_lab, start_lab_as
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.accounts]
 
 LEARNER = "attention-learner-c"
 PASSES = "Success! Your notebook passes all the tests."

@@ -10,16 +10,15 @@ to name the true mistake (tests/test_visible_checks.py measures how many are cau
 ``VISIBLE_COMPLAINTS`` (optional) lists CORRECT entries that a visible check rightly rejects
 although the hidden tests give them full marks, each with the reason.
 
-``make test`` grades every entry through real nbgrader (tests/test_lessons.py packs each wrong
-answer with correct answers of the lesson's other functions, so one notebook checks several
-entries). ``CATALOGUE=sample`` grades only the first ``LIMITS`` entries of each function (always
-including a correct answer that warns or writes to stderr): quicker while writing a lesson.
+``make test-all`` (the full tier) grades every entry through real nbgrader (tests/test_lessons.py
+packs each wrong answer with correct answers of the lesson's other functions, so one notebook
+checks several entries); ``make test`` (the quick tier) grades a sample: the first ``LIMITS``
+entries of each function, always including a correct answer that warns or writes to stderr.
 """
 import importlib
-import os
 import pkgutil
 
-LIMITS = {"WRONG": 3, "CORRECT": 2}
+LIMITS = {"WRONG": 2, "CORRECT": 1}
 NOISY = ("warn", "stderr", "chatty", "noisy")
 
 
@@ -31,11 +30,11 @@ def load(lesson_id):
     return importlib.import_module(f"{__name__}.{name}")
 
 
-def entries(lesson_id, kind):
-    """``{function: {name: source}}`` of one kind: all of it, or ``LIMITS`` with CATALOGUE=sample."""
+def entries(lesson_id, kind, sampled=False):
+    """``{function: {name: source}}`` of one kind: all of it, or the first ``LIMITS`` when ``sampled``."""
     module = load(lesson_id)
     table = getattr(module, kind, {}) if module else {}
-    if os.environ.get("CATALOGUE", "full") != "sample":
+    if not sampled:
         return table
     trimmed = {}
     for function, variants in table.items():
@@ -66,7 +65,7 @@ def size(lesson_id, kind):
     return sum(len(v) for v in (getattr(module, kind, {}) if module else {}).values())
 
 
-def packed(lesson_id, functions):
+def packed(lesson_id, functions, sampled=False):
     """The catalogue of a lesson as submissions, several entries to a notebook.
 
     Each WRONG entry gets its own submission, and rides with the next unused CORRECT entry of
@@ -76,9 +75,10 @@ def packed(lesson_id, functions):
     id), ``wrong`` (``(function, name)`` or None), ``correct`` ``{function: name}`` and
     ``sources`` ``{function: source}``.
     """
-    wrong = entries(lesson_id, "WRONG")
-    queues = {f: list(entries(lesson_id, "CORRECT").get(f, {}).items()) for f in functions}
-    unknown = (set(wrong) | set(entries(lesson_id, "CORRECT"))) - set(functions)
+    wrong = entries(lesson_id, "WRONG", sampled)
+    correct = entries(lesson_id, "CORRECT", sampled)
+    queues = {f: list(correct.get(f, {}).items()) for f in functions}
+    unknown = (set(wrong) | set(correct)) - set(functions)
     if unknown:
         raise ValueError(f"catalogue of {lesson_id} names functions the lesson does not grade: {sorted(unknown)}")
 

@@ -1,6 +1,6 @@
 """``DaskPool``: grading jobs on a Dask distributed cluster, with ``LocalPool``'s interface.
 
-``make grade --scheduler tcp://HOST:8786`` (or ``ATTENTION_DASK_SCHEDULER``) hands every
+``make grade --scheduler tcp://HOST:8786`` (or ``c.DaskCluster.scheduler``) hands every
 grading job to the cluster's workers instead of this machine's cores. A job is self-contained
 (``jobs.GradingJob``: the submission, its lesson's template gradebook, the configuration) and its
 outcome comes back whole, so workers share no filesystem with the course and this process stays
@@ -18,14 +18,27 @@ import time
 import uuid
 from concurrent.futures import CancelledError
 
+from traitlets import Float, Int, Unicode
+from traitlets.config import Configurable
+
 from .errors import ClusterError
 from .paths import INSTRUCTOR_DIR
 
-SCHEDULER_VARIABLE = "ATTENTION_DASK_SCHEDULER"
-CONNECT_TIMEOUT = 30          # seconds to reach the scheduler
-NO_WORKER_PATIENCE = 120      # seconds jobs may wait with no worker able to grade them
-IN_FLIGHT_PER_THREAD, IN_FLIGHT_MINIMUM = 2, 8     # jobs on the cluster at once: per able thread, at least
 SHIPPED = (("grading", "attention_grading"), ("reference", "attention_reference"))
+
+
+class DaskCluster(Configurable):
+    """Grading on a Dask cluster (``c.DaskCluster.<name>``; ``make grade --scheduler`` overrides
+    ``scheduler``)."""
+
+    scheduler = Unicode("", help="Address of the Dask scheduler whose workers grade (tcp://HOST:8786); "
+                        "empty: grade on this machine. nbgrader_config.py reads ATTENTION_DASK_SCHEDULER.").tag(config=True)
+    connect_timeout = Float(30.0, help="Seconds to reach the scheduler.").tag(config=True)
+    no_worker_patience = Float(120.0, help="Seconds jobs may wait with no worker able to grade them before "
+                               "the run stops.").tag(config=True)
+    in_flight_per_thread = Int(2, help="Jobs on the cluster at once, per able worker thread (a job holds a "
+                               "submission and a gradebook).").tag(config=True)
+    in_flight_minimum = Int(8, help="Jobs on the cluster at once, at least.").tag(config=True)
 
 
 class ClusterLost(RuntimeError):
@@ -71,16 +84,17 @@ class _ByValue:
 class DaskPool:
     """Jobs on the Dask cluster at ``address``; ``job_timeout``: seconds a job may take."""
 
-    def __init__(self, address, job_timeout=None, sandboxed=True, log=print):
+    def __init__(self, address, job_timeout=None, sandboxed=True, log=print, settings=None):
         import cloudpickle
         from distributed import Client
 
         from . import cluster_worker       # imports distributed (most of a second): only here
 
         self._worker_side = cluster_worker
+        self.settings = settings or DaskCluster()
         self.address, self.log = address, log
         try:
-            self.client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+            self.client = Client(address, timeout=self.settings.connect_timeout, set_as_default=False)
         except (OSError, TimeoutError) as exc:
             raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc}. Nothing was graded. "
                              "Start one (`dask scheduler`) and workers (`dask worker ADDRESS`), or "
@@ -113,7 +127,7 @@ class DaskPool:
     def run(self, function, jobs, progress):
         """Yield ``(job, outcome)`` for every job, as they finish (the interface of LocalPool.run).
 
-        At most ``IN_FLIGHT_PER_THREAD`` jobs per able worker thread are on the cluster at a time:
+        At most ``DaskCluster.in_flight_per_thread`` jobs per able worker thread are on the cluster at a time:
         a job holds a submission and a gradebook, and a class may have tens of thousands."""
         from distributed import as_completed
 
@@ -121,7 +135,8 @@ class DaskPool:
         finished = as_completed(loop=self.client.loop)
 
         def top_up():
-            while waiting and len(futures) < max(IN_FLIGHT_MINIMUM, IN_FLIGHT_PER_THREAD * self.workers):
+            limit = max(self.settings.in_flight_minimum, self.settings.in_flight_per_thread * self.workers)
+            while waiting and len(futures) < limit:
                 job = waiting.pop()
                 key = f"attention-grade-{job.student}-{job.lesson}-{uuid.uuid4().hex[:8]}"
                 future = self.client.submit(self._task, self.name, pickle.dumps((function, job)), key=key,
@@ -178,9 +193,9 @@ class DaskPool:
             self.workers = able
             return None
         idle_since = idle_since or time.monotonic()
-        if time.monotonic() - idle_since > NO_WORKER_PATIENCE:
+        if time.monotonic() - idle_since > self.settings.no_worker_patience:
             raise ClusterLost(f"no worker of the Dask cluster at {self.address} able to grade has been "
-                              f"there for {NO_WORKER_PATIENCE} s")
+                              f"there for {self.settings.no_worker_patience:g} s")
         return idle_since
 
     def close(self):

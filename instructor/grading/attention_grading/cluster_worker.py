@@ -124,6 +124,10 @@ class _GradingProcess:
                                         stdin=subprocess.DEVNULL)
         theirs.close()
         self.conn = Connection(ours.detach())
+        if not self.conn.poll(300):           # its start is not a job's time (pool._worker_main)
+            self.kill()
+            raise EOFError("the grading process did not start")
+        self.conn.recv_bytes()                # "ready"
 
     def run(self, payload, timeout):
         self.conn.send_bytes(payload)

@@ -1,4 +1,6 @@
 """Open the course's nbgrader configuration from Python, in one process for many steps."""
+import os
+import sys
 from pathlib import Path
 
 from traitlets.config.loader import PyFileConfigLoader
@@ -10,6 +12,16 @@ def load_config(root=None):
     """The traitlets Config of ``<root>/nbgrader_config.py`` (root defaults to this course)."""
     root = Path(root or COURSE_ROOT).resolve()
     return PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+
+
+def environment_tools_on_path():
+    """Put the course environment's ``bin/`` on this process's PATH: nbgrader runs ``alembic``
+    from PATH when it creates a gradebook. For the command lines (``make release``, ``make
+    grade``) to call at start, so that they work when the environment is not activated; the
+    configuration itself changes no environment."""
+    tools = str(Path(sys.executable).parent)
+    if tools not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join([tools, os.environ.get("PATH", "")])
 
 
 def lesson_ids(root=None):

@@ -28,13 +28,13 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Dict, Integer, Unicode
+from traitlets import Bool, Dict, Float, Integer, Unicode
 
 from . import sandbox
 from . import spec as spec_module
 from .case_secret import course_secret, notebook_digest
 from .cells import CellPlan, error_output, grade_id, mentions, split_hidden
-from .hidden_tests import Conversation, KernelSession, StopTest, decide, plan_calls
+from .hidden_tests import Conversation, ConversationLimits, KernelSession, StopTest, decide, plan_calls
 from .kernels import KernelSandboxError, SandboxedKernelManager, SandboxRequest
 from .output_caps import OutputBudget
 from .recovery import KernelRecovery
@@ -48,8 +48,12 @@ class GuardedExecute(KernelRecovery, Execute):
 
     notebook_timeout = Integer(600, help="Seconds for the whole notebook; later cells are not run.").tag(config=True)
     hidden_test_timeout = Integer(None, allow_none=True,
-                                  help="Seconds for each call of a hidden test (default: Execute.timeout; "
-                                       "the measurement calls get four times that).").tag(config=True)
+                                  help="Seconds for each case of a hidden test (default: Execute.timeout), "
+                                       "times the test's own time_factor (lesson 07's training: 6, lesson "
+                                       "08's tiles: 3).").tag(config=True)
+    measurement_timeout_factor = Float(4.0, help="The batch of a hidden test's measurement calls (lesson 03's "
+                                       "determinism, lesson 08's memory) gets this many times a case's "
+                                       "time.").tag(config=True)
     max_stream_chars = Integer(100_000, help="Printed characters kept per cell.").tag(config=True)
     max_outputs = Integer(50, help="Outputs kept per cell.").tag(config=True)
     max_cell_output_bytes = Integer(1 << 20, help="Bytes of outputs of every kind (text, pictures, HTML, "
@@ -60,12 +64,6 @@ class GuardedExecute(KernelRecovery, Execute):
                                         "by).").tag(config=True)
     max_output_depth = Integer(32, help="Deepest nesting of lists and objects kept in an output (deeper "
                                "ones are replaced by a note).").tag(config=True)
-    max_message_bytes = Integer(16 << 20, help="Largest message the grader accepts from a kernel, on any "
-                                "channel; a larger one breaks the protocol and the kernel is replaced "
-                                "(the grader's memory per notebook is bounded by this times "
-                                "message_queue).").tag(config=True)
-    message_queue = Integer(32, help="Messages from a kernel queued unread per channel; past that, "
-                            "output messages are dropped.").tag(config=True)
     max_restarts = Integer(12, help="Fresh kernels per notebook after crashes or hangs.").tag(config=True)
     timeout_after_hang = Integer(5, help="Seconds for ungraded cells, and for the tests of a function that "
                                  "was running when a cell timed out, once a cell has timed out.").tag(config=True)
@@ -74,7 +72,9 @@ class GuardedExecute(KernelRecovery, Execute):
     sandbox = Bool(True, help="Run every kernel in the operating-system sandbox. Set False only "
                    "where the machine cannot sandbox (every run then warns): learner code would "
                    "run with the grader's rights.").tag(config=True)
-    sandbox_limits = Dict(help="Overrides of sandbox.limits.Limits (memory_bytes, cpu_seconds, ...).").tag(config=True)
+    sandbox_limits = Dict(help="Values for the sandbox's limits (sandbox.limits.Limits: memory_bytes, "
+                          "cpu_seconds, ...; the README's settings table lists each), e.g. "
+                          "{'memory_bytes': 2 << 30}.").tag(config=True)
     case_secret = Unicode("", help="The course's secret (hex) from which each submission's hidden-test "
                           "cases are drawn; default: instructor/hidden-cases.secret of the course, made "
                           "on first use (make grade passes it to every job).").tag(config=True)
@@ -94,7 +94,8 @@ class GuardedExecute(KernelRecovery, Execute):
     def create_kernel_manager(self):
         km = super().create_kernel_manager()
         km.fork_kernels = self.fork_kernels
-        km.max_message_bytes, km.message_queue = self.max_message_bytes, self.message_queue
+        limits = ConversationLimits(parent=self)
+        km.max_message_bytes, km.message_queue = limits.max_message_bytes, limits.message_queue
         km.sandbox_request = self._sandbox_request
         km.connection_file = os.path.join(self._scratch, "connection.json")
         return km
@@ -281,7 +282,7 @@ class GuardedExecute(KernelRecovery, Execute):
         session = KernelSession(self.kc, self.km)
         meter = session.meter() if measured else None
         conversation = Conversation(spec, self._reference, batches, callbacks, self._completed, len(cases),
-                                    extra, measured, meter)
+                                    extra, ConversationLimits(parent=self), measured, meter)
         started = monotonic()
         timeout = self.hidden_test_timeout or self.timeout or 30
         if name in self._crashing:      # it already hung or crashed a kernel in this notebook
@@ -289,7 +290,8 @@ class GuardedExecute(KernelRecovery, Execute):
         stopped = None
         try:
             try:
-                run_sync(session.run)(conversation, timeout, until=max(self._deadline, monotonic() + 1))
+                run_sync(session.run)(conversation, timeout, until=max(self._deadline, monotonic() + 1),
+                                      measurement_factor=self.measurement_timeout_factor)
             except StopTest:
                 raise
             except Exception as exc:    # a message the grader cannot read

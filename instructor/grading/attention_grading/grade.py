@@ -27,9 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import gradebook as books
-from .cluster import SCHEDULER_VARIABLE, ClusterLost, DaskPool
+from .cluster import ClusterLost, DaskCluster, DaskPool
+from traitlets import Float, Int
+from traitlets.config import Configurable
+
 from .case_secret import course_secret
-from .course import lesson_ids, load_config
+from .course import environment_tools_on_path, lesson_ids, load_config
 from .errors import CourseError, GradebookError, SelectionError
 from .intake import IntakeLimits, Problem, content_hash, scan, submission_files
 from .jobs import FeedbackJob, GradingJob, run_feedback, run_job
@@ -38,7 +41,15 @@ from .pool import LocalPool, run_with_second_attempt
 from .results import UNGRADABLE
 from .sandbox import support
 
-JOB_TIMEOUT = 900   # seconds a submission may take in all (the notebook's own limit is 600 s)
+
+
+class GradingRun(Configurable):
+    """``make grade``'s own settings (``c.GradingRun.<name>``; its command-line flags override them)."""
+
+    workers = Int(0, help="Grading processes on this machine (0: one per core).").tag(config=True)
+    job_timeout = Float(900.0, help="Seconds one submission may take in all in make grade (its grading "
+                        "process is killed past that; the notebook's own limit is "
+                        "GuardedExecute.notebook_timeout).").tag(config=True)
 
 
 @dataclass
@@ -103,18 +114,23 @@ def _select(all_lessons, lessons):
 
 
 def grade(root=None, lessons=None, students=None, workers=None, force=False, db_url=None,
-          feedback=True, report=True, job_timeout=JOB_TIMEOUT, unsandboxed=False, scheduler=None,
+          feedback=True, report=True, job_timeout=None, unsandboxed=False, scheduler=None,
           log=print):
     """Grade what is selected; write the class's grades.csv and report; return a ``GradeRun``.
-    ``scheduler``: the address of a Dask scheduler whose workers grade instead of this machine."""
+    ``workers``, ``job_timeout`` and ``scheduler`` (the address of a Dask scheduler whose workers
+    grade instead of this machine) override the course's settings (``GradingRun``, ``DaskCluster``)."""
     from nbgrader.api import Gradebook
 
     from .paths import COURSE_ROOT
 
     t0 = time.time()
     root = Path(root or COURSE_ROOT).resolve()
-    config = load_config(root)           # also puts instructor/grading on the kernels' PYTHONPATH
+    config = load_config(root)           # the course's nbgrader_config.py, read once for the whole run
     config.CourseDirectory.root = str(root)
+    settings, cluster = GradingRun(config=config), DaskCluster(config=config)
+    workers = workers or settings.workers or os.cpu_count() or 1
+    job_timeout = job_timeout or settings.job_timeout
+    scheduler = cluster.scheduler if scheduler is None else scheduler
     db_url = db_url or config.CourseDirectory.db_url
     course_id = config.CourseDirectory.course_id
     all_lessons = lesson_ids(root)
@@ -136,7 +152,7 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
     run.failed = {(p.student, p.lesson): p.message for p in problems if p.fatal}
 
     scratch = Path(tempfile.mkdtemp(prefix="attention-grade-"))
-    local = LocalPool(workers or os.cpu_count() or 1, job_timeout)    # feedback runs here in any case
+    local = LocalPool(workers, job_timeout)    # feedback runs here in any case
     pool = local
     try:
         books.ensure_assignments(root, config, db_url, lessons, scratch, log)
@@ -164,7 +180,7 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
         jobs = [GradingJob(u.student, u.lesson, files[u.student, u.lesson], templates[u.lesson], config,
                            content_hash(files[u.student, u.lesson]), lesson_hash[u.lesson]) for u in todo]
         if scheduler and jobs:
-            pool = DaskPool(scheduler, job_timeout, sandboxed=sandboxed, log=log)
+            pool = DaskPool(scheduler, job_timeout, sandboxed=sandboxed, log=log, settings=cluster)
         where = f" on the Dask cluster at {scheduler}" if pool is not local else ""
         log(f"grading {len(jobs)} submission(s) of {len(lessons)} lesson(s) with {pool.workers} worker(s){where}")
 
@@ -267,24 +283,27 @@ def _write_class_files(run, root, db_url, course_id, all_lessons, report, log, s
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=None, help="course folder (default: this course)")
-    parser.add_argument("--workers", type=int, default=None, help="parallel graders (default: number of cores)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="parallel graders (default: c.GradingRun.workers, else the number of cores)")
     parser.add_argument("--lesson", action="append", default=None, help="grade only this lesson (repeatable)")
     parser.add_argument("--student", action="append", default=None, help="grade only this student (repeatable)")
     parser.add_argument("--force", action="store_true", help="regrade what is already graded")
     parser.add_argument("--db-url", default=None, help="gradebook URL (default: nbgrader_config's db_url)")
-    parser.add_argument("--job-timeout", type=float, default=JOB_TIMEOUT,
-                        help=f"seconds one submission may take in all (default {JOB_TIMEOUT})")
+    parser.add_argument("--job-timeout", type=float, default=None,
+                        help="seconds one submission may take in all (default: c.GradingRun.job_timeout, 900)")
     parser.add_argument("--unsandboxed", action="store_true",
                         help="grade even where kernels cannot be sandboxed (learner code then runs with "
                              "your rights: only for submissions you trust)")
-    parser.add_argument("--scheduler", default=os.environ.get(SCHEDULER_VARIABLE) or None,
+    parser.add_argument("--scheduler", default=None,
                         help="grade on the workers of the Dask scheduler at this address, e.g. "
-                             f"tcp://HOST:8786 (default: ${SCHEDULER_VARIABLE}, else this machine)")
+                             "tcp://HOST:8786 (default: c.DaskCluster.scheduler, which nbgrader_config.py "
+                             "reads from ATTENTION_DASK_SCHEDULER; else this machine)")
     parser.add_argument("--no-feedback", action="store_true", help="skip generate_feedback")
     parser.add_argument("--no-report", action="store_true", help="skip grading-report/")
     args = parser.parse_args(argv)
     import warnings
 
+    environment_tools_on_path()
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
     try:

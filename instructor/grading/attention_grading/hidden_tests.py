@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 import zmq
+from traitlets import Int
+from traitlets.config import Configurable
 
 from . import kernel_probe
 from .judge import judge
@@ -29,10 +31,23 @@ from .spec import Call, Callback, Learner, Library
 PROBE_SOURCE = Path(kernel_probe.__file__).read_text()
 PROBE_CODE = (f"exec(compile({PROBE_SOURCE + chr(10) + 'main()' + chr(10)!r}, '<grader probe>', 'exec'), "
               f"{{'__name__': '__attention_probe__'}})")
-MAX_REQUESTS = 20_000          # substitute and callback calls per hidden test
-MAX_ELEMENTS = 1 << 16         # numbers in the inputs of one such call
-MAX_AXIS = 512                 # length of any axis of those inputs
-MAX_INTEGER = 4096             # an integer argument (a length T, say)
+
+
+class ConversationLimits(Configurable):
+    """How much a kernel may ask of the grader during one hidden test (``c.ConversationLimits.<name>``):
+    the stand-ins and callbacks the grader computes on a kernel's behalf, and the size and number
+    of the messages it may send, so that no submission can make the grader compute or hold
+    something huge."""
+
+    max_requests = Int(20_000, help="Stand-in and callback calls the grader answers in one hidden test.").tag(config=True)
+    max_elements = Int(1 << 16, help="Numbers in the inputs of one stand-in or callback call.").tag(config=True)
+    max_axis = Int(512, help="Length of any axis of those inputs.").tag(config=True)
+    max_integer = Int(4096, help="Largest integer argument of such a call (a length T, say).").tag(config=True)
+    max_message_bytes = Int(16 << 20, help="Largest message a kernel may send the grader, on any channel, in "
+                            "bytes; a larger one breaks the protocol and the kernel is replaced (with "
+                            "message_queue, the grader's memory per notebook).").tag(config=True)
+    message_queue = Int(32, help="Messages from a kernel queued unread per channel; past that, output "
+                        "messages are dropped.").tag(config=True)
 
 
 class StopTest(Exception):
@@ -89,28 +104,28 @@ def plan_calls(spec, cases, g):
 
 # ------------------------------------------------------------------ the grader's answers
 
-def _too_big(values):
+def _too_big(values, limits):
     """Why these inputs are too large for the grader to compute on, or None."""
     total = 0
     for value in values:
         if isinstance(value, (tuple, list)):
-            problem = _too_big(value)
+            problem = _too_big(value, limits)
             if problem:
                 return problem
         elif isinstance(value, dict):
-            problem = _too_big(list(value.values()))
+            problem = _too_big(list(value.values()), limits)
             if problem:
                 return problem
         elif isinstance(value, np.ndarray):
-            if any(n > MAX_AXIS for n in value.shape):
-                return f"an input has an axis longer than {MAX_AXIS}"
+            if any(n > limits.max_axis for n in value.shape):
+                return f"an input has an axis longer than {limits.max_axis}"
             total += value.size
-        elif isinstance(value, (int, np.integer)) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
-            return f"an integer input is larger than {MAX_INTEGER}"
+        elif isinstance(value, (int, np.integer)) and not isinstance(value, bool) and abs(value) > limits.max_integer:
+            return f"an integer input is larger than {limits.max_integer}"
         elif isinstance(value, kernel_probe.Opaque):
             return f"an input is {value.description}, which the grader cannot receive"
-    if total > MAX_ELEMENTS:
-        return f"the inputs hold more than {MAX_ELEMENTS} numbers"
+    if total > limits.max_elements:
+        return f"the inputs hold more than {limits.max_elements} numbers"
     return None
 
 
@@ -123,8 +138,9 @@ class Conversation:
     cannot report one."""
 
     def __init__(self, spec, reference, batches, callbacks, completed, cases_batches=None, extra=(),
-                 measured=(), meter=None):
+                 limits=None, measured=(), meter=None):
         self.spec, self.reference = spec, reference
+        self.limits = limits or ConversationLimits()
         self.batches, self.callbacks, self.extra = batches, callbacks, list(extra)
         self.cases_batches = cases_batches if cases_batches is not None else len(batches)
         self.completed = set(completed)
@@ -178,8 +194,8 @@ class Conversation:
     def _answer(self, op, message):
         key = message.get("key")
         self.requests += 1
-        if self.requests > MAX_REQUESTS:
-            return {"error": f"the grader answers at most {MAX_REQUESTS} such calls in one hidden test"}
+        if self.requests > self.limits.max_requests:
+            return {"error": f"the grader answers at most {self.limits.max_requests} such calls in one hidden test"}
         if op == "substitute":
             if key not in self.spec.substitutes:
                 return {"error": f"{key} is not available here"}
@@ -192,7 +208,7 @@ class Conversation:
                 return {"error": "unknown callback"}
         args = [kernel_probe.decode(a) for a in message.get("args", [])]
         kwargs = {str(k): kernel_probe.decode(v) for k, v in dict(message.get("kwargs", {})).items()}
-        problem = _too_big(args + list(kwargs.values()))
+        problem = _too_big(args + list(kwargs.values()), self.limits)
         if problem:
             return {"error": f"the grader does not compute {key} on these inputs: {problem}"}
         before = [a.copy() if isinstance(a, np.ndarray) else None for a in args]
@@ -221,12 +237,12 @@ class KernelSession:
 
         return meter_for(self.km.kernel_pid())
 
-    async def run(self, conversation, timeout, until=None):
+    async def run(self, conversation, timeout, until=None, measurement_factor=4.0):
         """Serve until the probe's execute reply arrives; StopTest on a timeout or a dead kernel.
 
-        Each batch of calls gets ``timeout`` seconds (the measurement batch, four times that),
-        counted from the moment the kernel receives it, and none may run past ``until``
-        (a ``time.monotonic()`` value: the notebook's own limit)."""
+        Each batch of calls gets ``timeout`` seconds (the measurement batch, ``measurement_factor``
+        times that), counted from the moment the kernel receives it, and none may run past
+        ``until`` (a ``time.monotonic()`` value: the notebook's own limit)."""
         self.msg_id = msg_id = self.kc.execute(PROBE_CODE, silent=False, store_history=False, allow_stdin=True,
                                  stop_on_error=False)
         until = until or float("inf")
@@ -260,7 +276,7 @@ class KernelSession:
                     raise StopTest(REFUSED, conversation.calls_done, "the kernel sent a malformed request") from None
                 reply = conversation.reply(message)
                 if "calls" in reply:       # a new batch: its own time
-                    share = 4 if conversation.next_batch > conversation.cases_batches else 1
+                    share = measurement_factor if conversation.next_batch > conversation.cases_batches else 1
                     deadline = min(time.monotonic() + share * timeout, until)
                 self.kc.input(json.dumps(reply))
             if shell in events:
@@ -315,7 +331,7 @@ def run_locally(spec, reference, namespace, g, completed=()):
     cases = spec.cases(g)
     batches, callbacks, extra, measured = plan_calls(spec, cases, g)
     conversation = Conversation(spec, reference, batches, callbacks, completed or spec.substitutes, len(cases),
-                                extra, measured, ProcessMeter(os.getpid()))
+                                extra, measured=measured, meter=ProcessMeter(os.getpid()))
     kernel_probe.serve(namespace, conversation.reply)
     return decide(spec, reference, cases, conversation)
 

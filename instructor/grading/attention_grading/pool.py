@@ -49,6 +49,7 @@ def _worker_main(conn):
     logging.basicConfig(level=logging.WARNING)
     for name in ("traitlets", "nbgrader", "NbGraderApp"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    conn.send("ready")             # a job's time starts when it reaches a worker that is up
     while True:
         try:
             message = conn.recv()
@@ -61,12 +62,17 @@ def _worker_main(conn):
 
 
 class _Worker:
+    START_SECONDS = 300      # a worker's start (the forkserver's first one imports nbgrader) is not a job's time
+
     def __init__(self, context):
         self.conn, theirs = context.Pipe()
         self.process = context.Process(target=_worker_main, args=(theirs,), daemon=True)
         self.process.start()
         theirs.close()
         self.job, self.deadline = None, None
+        if not self.conn.poll(self.START_SECONDS) or self.conn.recv() != "ready":
+            self.kill()
+            raise RuntimeError(f"a grading process did not start within {self.START_SECONDS} s")
 
     def give(self, function, job, timeout):
         self.job, self.deadline = job, (time.monotonic() + timeout if timeout else None)

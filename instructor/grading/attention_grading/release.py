@@ -7,7 +7,7 @@ import logging
 import sys
 from pathlib import Path
 
-from .course import lesson_ids, load_config
+from .course import environment_tools_on_path, lesson_ids, load_config
 from .errors import CourseError, GradebookError
 from .paths import COURSE_ROOT
 
@@ -40,6 +40,7 @@ def main(argv=None):
     parser.add_argument("lessons", nargs="*", help="lesson ids (default: every lesson in source/)")
     parser.add_argument("--root", default=None, help="course folder (default: this course)")
     args = parser.parse_args(argv)
+    environment_tools_on_path()
     try:
         release(args.root, args.lessons or None)
     except CourseError as exc:

@@ -18,7 +18,7 @@ the submission ungradable:
 
 What was restored is recorded in the notebook's metadata for ``grading-notes.json``.
 """
-from nbformat.notebooknode import NotebookNode
+import nbformat
 from nbgrader import utils
 from nbgrader.api import MissingEntry
 from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
@@ -150,7 +150,7 @@ class RestoreCells(OverwriteCells):
                 "source": source_cell.source, "id": f"restored-{source_cell.name}"[:64]}
         if source_cell.cell_type == "code":
             cell.update(outputs=[], execution_count=None)
-        cell = NotebookNode(cell)
+        cell = nbformat.from_dict(cell)     # nested nodes too (metadata.nbgrader)
         if utils.is_solution(cell):  # a deleted written answer comes back empty
             cell.source = "YOUR ANSWER HERE"
         return cell

@@ -108,9 +108,24 @@ class Spec:
 REGISTRY: dict = {}
 
 
+class DuplicateSpec(ValueError):
+    """Two lessons register a hidden test under the same name: the check in a notebook
+    (``check("softmax")``) would no longer say which one it runs."""
+
+
 def register(*specs):
+    """Add hidden tests to the registry; a name another module already registered fails loudly
+    (a lesson may not silently replace another lesson's test)."""
     for spec in specs:
+        known = REGISTRY.get(spec.name)
+        if known is not None and _origin(known) != _origin(spec):
+            raise DuplicateSpec(f"the hidden test {spec.name!r} of {_origin(spec)} is already registered by "
+                                f"{_origin(known)}: graded function names must be unique across lessons")
         REGISTRY[spec.name] = spec
+
+
+def _origin(spec):
+    return getattr(spec.cases, "__module__", None) or "?"
 
 
 def get(name):

@@ -4,22 +4,32 @@ import functools
 import os
 import resource
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+
+def _limit(default, help):
+    return field(default=default, metadata={"help": help})
 
 
 @dataclass
 class Limits:
-    """What a kernel and the processes it starts may use (the README states the same figures)."""
+    """What a kernel and the processes it starts may use: a typed settings object of the standard
+    library only (the sandbox code runs in a bare Python too), set in nbgrader_config.py as
+    ``c.GuardedExecute.sandbox_limits = {"memory_bytes": ...}``; the README's settings table is
+    made from these fields and their help."""
 
-    memory_bytes: int = 4 << 30        # address space of each process (RLIMIT_AS)
-    cpu_seconds: int = 900             # CPU time of each process (RLIMIT_CPU), then SIGXCPU
-    file_bytes: int = 64 << 20         # largest file it may write (RLIMIT_FSIZE)
-    open_files: int = 1024             # RLIMIT_NOFILE
-    scratch_bytes: int = 256 << 20     # its writable folder is a tmpfs of this size
-    pid_max: int = 364                 # of its PID namespace: at most 363 processes (301 is Linux's floor)
-    cgroup_memory_bytes: int = 4 << 30  # all its processes together, where a cgroup can be made
-    cgroup_processes: int = 128        # all its processes together, where a cgroup can be made
+    memory_bytes: int = _limit(4 << 30, "Address space of each process of a kernel (RLIMIT_AS), in bytes.")
+    cpu_seconds: int = _limit(900, "CPU time of each process (RLIMIT_CPU), in seconds; SIGXCPU, then SIGKILL "
+                                   "10 s later.")
+    file_bytes: int = _limit(64 << 20, "Largest file a kernel may write (RLIMIT_FSIZE), in bytes.")
+    open_files: int = _limit(1024, "Open files of each process (RLIMIT_NOFILE).")
+    scratch_bytes: int = _limit(256 << 20, "Size of the kernel's writable folder, a tmpfs of its own, in bytes.")
+    pid_max: int = _limit(364, "pid_max of the kernel's PID namespace: at most this minus one processes "
+                               "(Linux's floor is 301).")
+    cgroup_memory_bytes: int = _limit(4 << 30, "Memory of all a kernel's processes together, where the grader "
+                                               "may make a cgroup, in bytes.")
+    cgroup_processes: int = _limit(128, "Processes of a kernel together, where the grader may make a cgroup.")
 
     def as_dict(self):
         return asdict(self)

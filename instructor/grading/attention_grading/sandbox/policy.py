@@ -103,29 +103,35 @@ def _site_packages():
 
 
 def _instructor_packages():
-    """Instructor packages installed in the course environment (kept out of kernels' view)."""
+    """Instructor packages installed in the course environment, and the files of their editable
+    installs (``__editable__.attention_grading-*.pth`` and its finder): kept out of kernels' view."""
     return [os.path.join(site, name) for site in _site_packages() if os.path.isdir(site)
-            for name in os.listdir(site) if name.startswith(INSTRUCTOR_PACKAGES)]
+            for name in os.listdir(site) if any(package in name for package in INSTRUCTOR_PACKAGES)]
 
 
-def allow_except(root, excluded):
+def allow_except(root, excluded, split=None):
     """Paths that cover ``root`` minus everything in ``excluded``: ``[root]`` when nothing
-    excluded lies inside it, else its entries, split the same way (Landlock only allows)."""
+    excluded lies inside it, else its entries, split the same way (Landlock only allows). The
+    folders split open are added to ``split``: they stay listable (Python lists a folder of its
+    import path to find a module in it), nothing in them readable but the entries allowed."""
     inside = [e for e in excluded if _is_within(e, root)]
     if not inside:
         return [root]
     if any(_is_within(root, e) for e in inside) or not os.path.isdir(root) or os.path.islink(root):
         return []
+    if split is not None:
+        split.append(root)
     out = []
     for name in sorted(os.listdir(root)):
-        out += allow_except(os.path.join(root, name), inside)
+        out += allow_except(os.path.join(root, name), inside, split)
     return out
 
 
-def runtime_roots(protected=(), python=sys.executable):
+def runtime_roots(protected=(), python=sys.executable, split=None):
     """What a kernel of this Python needs to read, minus ``protected`` paths and any instructor
     package: the Python installation, the course environment, the learner package, system
-    libraries and configuration (``python`` is the kernel's interpreter: the grader's)."""
+    libraries and configuration (``python`` is the kernel's interpreter: the grader's). Folders
+    split open to leave something out are added to ``split`` (see ``allow_except``)."""
     candidates = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, sys.exec_prefix)}
     candidates.update(_site_packages())
     try:
@@ -138,7 +144,7 @@ def runtime_roots(protected=(), python=sys.executable):
     excluded = [os.path.realpath(p) for p in protected if p] + _instructor_packages()
     roots = set()
     for candidate in candidates:
-        roots.update(allow_except(candidate, excluded))
+        roots.update(allow_except(candidate, excluded, split))
     # Drop roots inside other roots: one rule covers them.
     kept = sorted(roots, key=len)
     return sorted(r for r in kept if not any(o != r and _is_within(r, o) for o in kept))
@@ -182,9 +188,10 @@ def make(scratch, channels, env, seed=None, readable=(), protected=(), account=N
     """The policy of one kernel (see ``Policy``); ``channels``: the socket paths its waiter binds
     for it (``sandbox.channels``); ``protected`` paths must stay out of its view."""
     protected = [str(p) for p in protected] + [str(scratch)]
-    read_only = runtime_roots(protected)
+    split = []
+    read_only = runtime_roots(protected, split=split)
     check_exposes_nothing(read_only, protected)
-    listable = import_folders(read_only)
+    listable = import_folders(read_only) + sorted(set(split))
     return Policy(scratch=str(scratch), read_only=read_only, channels=[str(c) for c in channels], env=env,
                   font_cache=matplotlib_font_cache(),
                   seed=str(seed) if seed else None, readable=[str(p) for p in readable], listable=listable,

@@ -1,0 +1,94 @@
+"""Adding a lesson is a path a test walks: ``make new-lesson`` scaffolds one in a copy of the
+course, which then releases, validates and grades like every other lesson (its catalogue's wrong
+answers lose their points, its correct ones keep them), and the scaffold refuses what would
+clash with an existing lesson."""
+import importlib.util
+import json
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from conftest import ROOT, copy_course, nbgrader
+from grading_helpers import env_for, run_grade
+from notebook_tools import solved, with_answer
+
+pytestmark = pytest.mark.nbgrader
+LESSON, FUNCTION = "42_example", "centre_rows"
+
+
+def scaffold(root, *args):
+    return subprocess.run([sys.executable, "-m", "attention_grading.scaffold", *args, "--root", str(root)],
+                          env=env_for(root), capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def new_lesson(tmp_path_factory):
+    """A course copy with lesson 01 and a scaffolded lesson 42, released and graded: the
+    solution, the release as it is and every catalogue entry."""
+    root = copy_course(tmp_path_factory.mktemp("course"), lessons=["01_context_vectors"])
+    made = scaffold(root, LESSON, "--function", FUNCTION)
+    assert made.returncode == 0, made.stderr
+    released = subprocess.run([sys.executable, "-m", "attention_grading.release", "--root", str(root), LESSON],
+                              env=env_for(root), capture_output=True, text=True, timeout=300)
+    assert released.returncode == 0, released.stdout + released.stderr
+    validated = nbgrader(root, "validate", str(root / "source" / LESSON / f"{LESSON}.ipynb"), check=False)
+
+    spec = importlib.util.spec_from_file_location("catalogue42", root / "tests" / "catalogue" / "lesson42.py")
+    catalogue = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(catalogue)
+    release = root / "notebooks" / LESSON / f"{LESSON}.ipynb"
+    answer = solved(release, root / "solutions" / LESSON / f"{LESSON}.ipynb")
+    students = {"solution": answer, "untouched": nbformat.read(release, as_version=4)}
+    for kind in ("WRONG", "CORRECT"):
+        for name, source in getattr(catalogue, kind)[FUNCTION].items():
+            students[f"{kind.lower()}--{name}"] = with_answer(answer, FUNCTION, source)
+    for student, nb in students.items():
+        folder = root / "submitted" / student / LESSON
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{LESSON}.ipynb")
+    graded = run_grade(root, "--lesson", LESSON, "--workers", "2", "--no-report", timeout=600)
+    return root, made, validated, graded
+
+
+def _scores(root):
+    import csv
+
+    with open(root / "grades.csv", newline="") as fh:
+        return {row["student"]: float(row["score"]) for row in csv.DictReader(fh) if row["lesson"] == LESSON}
+
+
+def test_the_scaffold_writes_a_lesson_that_releases_and_validates(new_lesson):
+    """Its four files are written, its release holds no solution, nbgrader validate passes it."""
+    root, made, validated, _ = new_lesson
+    for part in (f"source/{LESSON}/{LESSON}.ipynb", "instructor/grading/attention_grading/specs/lesson42_example.py",
+                 "instructor/reference/attention_reference/lesson42_example.py", "tests/catalogue/lesson42.py"):
+        assert (root / part).is_file() and f"wrote {part}" in made.stdout
+    release = (root / "notebooks" / LESSON / f"{LESSON}.ipynb").read_text()
+    assert "BEGIN SOLUTION" not in release and "BEGIN HIDDEN TESTS" not in release
+    assert "Success! Your notebook passes all the tests." in validated.stdout, validated.stdout[-3000:]
+
+
+def test_the_scaffolded_lesson_grades_like_every_lesson(new_lesson):
+    """The solution gets every autograded point, the untouched release none, each catalogued wrong
+    answer loses its points and each correct one keeps them."""
+    root, _, _, graded = new_lesson
+    assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
+    scores = _scores(root)
+    assert scores["solution"] == 3.0 and scores["untouched"] == 0.0, scores
+    wrong = {s: v for s, v in scores.items() if s.startswith("wrong--")}
+    correct = {s: v for s, v in scores.items() if s.startswith("correct--")}
+    assert len(wrong) == 3 and all(v == 0.0 for v in wrong.values()), wrong
+    assert len(correct) == 2 and all(v == 3.0 for v in correct.values()), correct
+
+
+def test_the_scaffold_refuses_what_would_clash(tmp_path):
+    """A bad id, a number in use, a function another lesson grades: refused, nothing written."""
+    root = copy_course(tmp_path / "course", lessons=["01_context_vectors"])
+    before = sorted(str(p) for p in root.rglob("*"))
+    for args, words in ((["9_example"], "two digits"), (["01_other"], "number 01 is taken"),
+                        (["43_other", "--function", "softmax"], "already grades a function named 'softmax'")):
+        done = scaffold(root, *args)
+        assert done.returncode == 2 and words in done.stderr, (args, done.stderr)
+    assert sorted(str(p) for p in root.rglob("*")) == before

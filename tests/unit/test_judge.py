@@ -1,0 +1,125 @@
+"""judge: a learner's results on the hidden cases against the reference, explained in plain
+words, with the catalogued mistake named as data, and never an expected value shown."""
+import numpy as np
+import pytest
+
+from attention_grading import judge
+from attention_grading.results import MUTATED, PASSED, RAISED, WRONG
+from attention_grading.spec import Bug, Call, Case, Spec
+
+
+class Reference:
+    """A stand-in reference package: what the judge calls ``R``."""
+
+    @staticmethod
+    def double(x):
+        return 2.0 * np.asarray(x, dtype=float)
+
+
+def double_cases(g):
+    return [Case("a (3, 4) matrix", (g.normal(size=(3, 4)),)), Case("a vector of 5", (g.normal(size=5),))]
+
+
+SPEC = Spec(name="double", cases=double_cases, outputs=("twice",),
+            bugs=(Bug("it triples instead of doubling", lambda R, x: 3.0 * np.asarray(x, float)),))
+
+
+def results_of(function, cases):
+    """What the kernel would report for ``function`` on ``cases`` (``kernel_probe`` form)."""
+    from attention_grading import kernel_probe
+
+    out = []
+    for case in cases:
+        args = [np.array(a, copy=True) for a in case.args]
+        try:
+            value = function(*args)
+        except Exception as exc:
+            out.append({"raised": f"{type(exc).__name__}: {exc}"})
+            continue
+        out.append({"value": kernel_probe.encode(value), "after": [kernel_probe.digest(a) for a in args]})
+    return out
+
+
+@pytest.fixture
+def cases():
+    return double_cases(np.random.default_rng(7))
+
+
+def test_a_right_answer_passes(cases):
+    """The reference's own output on every case passes, with the number of cases."""
+    verdict = judge.judge(SPEC, Reference, cases, results_of(Reference.double, cases))
+    assert verdict.passed and verdict.kind == PASSED and verdict.cases == 2
+
+
+def test_a_catalogued_mistake_is_named_as_data(cases):
+    """An output equal to a Bug's is named, in the message and as the verdict's diagnosis."""
+    verdict = judge.judge(SPEC, Reference, cases, results_of(lambda x: 3 * x, cases))
+    assert not verdict.passed and verdict.kind == WRONG
+    assert verdict.diagnosis == "it triples instead of doubling"
+    assert "This is exactly what happens when it triples" in verdict.message
+    assert verdict.case == "a (3, 4) matrix"
+
+
+def test_a_wrong_answer_shows_where_and_how_much_never_the_expected_value(cases):
+    """The message gives the index and the size of the error, not the value the reference returned."""
+    wrong = results_of(lambda x: 2 * x + np.where(np.arange(x.size).reshape(x.shape) == 5, 0.25, 0.0), cases)
+    verdict = judge.judge(SPEC, Reference, cases, wrong)
+    expected = Reference.double(cases[0].args[0])
+    assert "first at index (1, 1)" in verdict.message and "by up to 0.25" in verdict.message
+    for value in expected.reshape(-1):
+        for shown in (f"{value:.6g}", f"{value:.4g}", f"{value:.3g}"):
+            assert shown not in verdict.message
+    assert verdict.diagnosis is None
+
+
+def test_shape_dtype_nan_and_none_are_told_apart(cases):
+    """Each kind of wrong form gets its own sentence."""
+    def message(function):
+        return judge.judge(SPEC, Reference, cases, results_of(function, cases)).message
+
+    assert "has shape (4, 3), but it should have shape (3, 4)" in message(lambda x: 2 * x.T)
+    assert "dtype float32" in message(lambda x: (2 * x).astype(np.float32))
+    assert "contains NaN" in message(lambda x: np.full_like(x, np.nan))
+    assert "did you forget to return" in message(lambda x: None)
+
+
+def test_a_raised_exception_and_a_mutated_input_are_reported(cases):
+    """An exception names its type; an answer that changes its input in place fails for it."""
+    raised = judge.judge(SPEC, Reference, cases, results_of(lambda x: 1 / 0, cases))
+    assert raised.kind == RAISED and "ZeroDivisionError" in raised.message
+
+    def in_place(x):
+        x *= 2
+        return x.copy()
+
+    mutated = judge.judge(SPEC, Reference, cases, results_of(in_place, cases))
+    assert mutated.kind == MUTATED and "changed its argument number 1 in place" in mutated.message
+
+
+def test_a_boolean_output_names_positions_not_values():
+    """A wrong mask is reported by how many positions and where, not by the values wanted."""
+    spec = Spec(name="mask", cases=lambda g: [], outputs=("mask",))
+    expected = np.tril(np.ones((4, 4), dtype=bool))
+    mine = expected.copy()
+    mine[0, 3] = True
+    text = judge.compare_arrays("Your `mask`", mine, expected, spec)
+    assert text == "Your `mask` is wrong at 1 of 16 positions, first at index (0, 3)."
+    assert "should be an array" in judge.compare_arrays("Your `mask`", [1], expected, spec)
+
+
+def test_measurements_are_judged_with_the_calls_that_made_them(cases):
+    """``judge_extra`` receives the extra Calls and their decoded results, once every case passed."""
+    seen = {}
+
+    def judge_extra(R, calls, results):
+        seen["calls"], seen["results"] = calls, results
+        return "too slow" if results[0]["value"] is None else None
+
+    spec = Spec(name="double", cases=double_cases, judge_extra=judge_extra,
+                extra_calls=lambda g: [Call((np.ones(2),))])
+    calls = spec.extra_calls(np.random.default_rng(0))
+    ok = results_of(Reference.double, cases)
+    verdict = judge.judge(spec, Reference, cases, ok, [{"value": {"none": True}}], calls)
+    assert not verdict.passed and verdict.message == "too slow"
+    assert seen["calls"] == calls and seen["results"] == [{"value": None}]
+    assert judge.judge(spec, Reference, cases, ok, None, calls).passed      # not measured: not judged

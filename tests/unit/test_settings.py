@@ -1,0 +1,60 @@
+"""settings: every grading setting declared once (a trait with its help), read from the course's
+one configuration, listed in the README from that declaration; loading the configuration changes
+nothing else."""
+import os
+import shutil
+import sys
+
+from attention_grading import settings
+from attention_grading.course import load_config
+
+from conftest import ROOT
+
+
+def test_the_readme_lists_every_setting_as_declared():
+    """The README's settings block is what ``python -m attention_grading.settings`` prints; to
+    refresh it: ``.venv/bin/python -m attention_grading.settings --write README.md``."""
+    readme = (ROOT / "README.md").read_text()
+    assert settings.with_table(readme) == readme, \
+        "README.md's settings table is stale: run .venv/bin/python -m attention_grading.settings --write README.md"
+
+
+def test_every_setting_has_help_and_a_value():
+    """No setting without a sentence saying what it is."""
+    for cls in settings.configurables():
+        for name, trait in settings._course_settings(cls):
+            assert len(trait.help.split()) >= 3, f"{cls.__name__}.{name} has no help text"
+
+
+def test_loading_the_configuration_changes_no_global_state(tmp_path):
+    """Reading nbgrader_config.py leaves sys.path, the environment and the course folder as they were."""
+    shutil.copy(ROOT / "nbgrader_config.py", tmp_path / "nbgrader_config.py")
+    path, environment = list(sys.path), dict(os.environ)
+    config = load_config(tmp_path)
+    assert config.CourseDirectory.course_id == "attention"
+    assert sys.path == path and dict(os.environ) == environment
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nbgrader_config.py"]
+
+
+def test_a_setting_in_the_configuration_reaches_the_step_that_uses_it(tmp_path):
+    """``c.GuardedExecute.sandbox_limits`` and ``c.ConversationLimits`` set in the configuration are
+    what a kernel's sandbox and a hidden test are given."""
+    from traitlets.config import Config
+
+    from attention_grading.execute import GuardedExecute
+    from attention_grading.hidden_tests import ConversationLimits
+    from attention_grading.kernels import SandboxRequest
+
+    config = Config()
+    config.GuardedExecute.sandbox_limits = {"memory_bytes": 1 << 30}
+    config.ConversationLimits.max_axis = 64
+    executor = GuardedExecute(config=config)
+    (tmp_path / "submission").mkdir()
+    request = SandboxRequest.for_submission(tmp_path / "submission", tmp_path, executor.sandbox_limits)
+    try:
+        assert request.limits.memory_bytes == 1 << 30 and request.limits.cpu_seconds == 900
+    finally:
+        shutil.rmtree(request.scratch, ignore_errors=True)
+    assert ConversationLimits(parent=executor).max_axis == 64
+    rows = dict((name, value) for name, value, _ in settings.sandbox_limits(config))
+    assert rows["memory_bytes"] == 1 << 30
