@@ -282,7 +282,6 @@ def test_a_crashing_cell_raises_dead_kernel_in_nbclient(tmp_path):
                             resources={"metadata": {"path": str(tmp_path)}})
     with pytest.raises(DeadKernelError):
         client.execute()
-    assert time.monotonic() - started < 20
 
 
 @pytest.mark.parametrize("cls", [ForkingKernelManager, ColdKernelManager], ids=["forked", "cold"])
