@@ -43,10 +43,11 @@ class ConversationLimits(Configurable):
     max_elements = Int(1 << 16, help="Numbers in the inputs of one stand-in or callback call.").tag(config=True)
     max_axis = Int(512, help="Length of any axis of those inputs.").tag(config=True)
     max_integer = Int(4096, help="Largest integer argument of such a call (a length T, say).").tag(config=True)
-    max_message_bytes = Int(16 << 20, help="Largest message a kernel may send the grader, on any channel, in "
-                            "bytes; a larger one breaks the protocol and the kernel is replaced (with "
-                            "message_queue, the grader's memory per notebook).").tag(config=True)
-    message_queue = Int(32, help="Messages from a kernel queued unread per channel; past that, output "
+    max_message_bytes = Int(4 << 20, help="Largest part of a message a kernel may send the grader, on any "
+                            "channel, in bytes (the hidden tests' largest is about 0.6 MB); a larger one breaks "
+                            "the protocol and the kernel is replaced. With message_queue, what a kernel can make "
+                            "the grader hold.").tag(config=True)
+    message_queue = Int(16, help="Messages from a kernel queued unread per channel; past that, output "
                         "messages are dropped.").tag(config=True)
 
 

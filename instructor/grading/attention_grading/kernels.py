@@ -192,14 +192,14 @@ class SandboxedKernelManager(AsyncKernelManager):
     """An ``AsyncKernelManager`` whose kernels are sandboxed (``sandbox_request``), forked from a
     zygote unless ``fork_kernels`` is False, whose channels are UNIX sockets beside its
     connection file (the ``ipc`` transport; the sandbox allows no other), and whose clients are
-    ``QuickReadyClient``. Every socket it and its clients open to the kernel refuses a message
+    ``QuickReadyClient``. Every socket it and its clients open to the kernel refuses a message part
     larger than ``max_message_bytes`` and queues at most ``message_queue`` unread messages, so
     that what a kernel sends cannot take the grader's memory."""
 
     sandbox_request = None   # set by GuardedExecute before the kernel starts
     fork_kernels = True
-    max_message_bytes = 16 << 20      # GuardedExecute passes its own settings
-    message_queue = 32
+    max_message_bytes = 4 << 20       # GuardedExecute passes ConversationLimits' settings
+    message_queue = 16
 
     @default("client_factory")
     def _quick_ready_client(self):
