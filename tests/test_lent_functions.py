@@ -124,7 +124,7 @@ def test_a_test_that_may_not_call_a_lent_function_gets_no_stand_in():
 
     spec = get("positional_encoding")
     cases = spec.cases(np.random.default_rng(0))
-    batches, callbacks, extra = plan_calls(spec, cases, np.random.default_rng(0))
+    batches, callbacks, extra, _ = plan_calls(spec, cases, np.random.default_rng(0))
     talk = Conversation(spec, reference(), batches, callbacks, completed=set(), cases_batches=len(cases))
     talk.reply({"op": "ready"})
     refused = talk.reply({"op": "substitute", "key": "multi_head_attention", "args": [], "kwargs": {}})

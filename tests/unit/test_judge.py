@@ -126,6 +126,23 @@ def test_measurements_are_judged_with_the_calls_that_made_them(cases):
     assert judge.judge(spec, Reference, cases, ok, None, calls).passed      # not measured: not judged
 
 
+def test_generate_memory_is_judged_on_the_graders_figures_alone():
+    """Lesson 09's cache check reads only the growth the grader measured from outside the kernel:
+    growth in proportion to the length passes, a (heads, T, T) array's worth more fails and says
+    so, and a call the grader could not measure fails (no figure is taken from the kernel)."""
+    from attention_grading.specs import lesson09_small_gpt as lesson09
+
+    calls = lesson09.generate_memory_calls(np.random.default_rng(3))
+    assert all(call.memory for call in calls) and len({call.args[2] for call in calls}) == 2
+    lengths = [lesson09.MEMORY_PROMPT + call.args[2] for call in calls]
+    in_proportion = [{"peak": 40_000 * T} for T in lengths]
+    assert lesson09.judge_generate_memory(None, calls, in_proportion) is None
+    square = [{"peak": 40_000 * T + 8 * lesson09.MEMORY_HEADS * T * T} for T in lengths]
+    assert "square of the length" in lesson09.judge_generate_memory(None, calls, square)
+    unmeasured = [{"peak": None} for _ in lengths]
+    assert "could not measure" in lesson09.judge_generate_memory(None, calls, unmeasured)
+
+
 def test_a_mistake_is_named_only_when_the_evidence_singles_it_out(cases):
     """Two catalogued mistakes that give the learner's output on the failing case are told apart
     by the other cases the learner answered; when nothing tells them apart, neither is named."""

@@ -4,7 +4,8 @@ The grader sends this file's text into the kernel for each hidden test (nothing 
 the grading package there, which the kernel cannot even read). It asks the grader, over the
 kernel's own stdin channel, for calls to make: which learner function (or learner-package
 function) to call on which inputs. It returns each call's output, whether the call changed its
-inputs, and the warnings or memory the grader asked it to watch. Earlier graded functions that the
+inputs, and the warnings the grader asked it to watch (memory is measured by the grader, outside
+the kernel: ``sandbox.meter``). Earlier graded functions that the
 tested one may call are replaced, for the duration, by stand-ins that ask the grader too (the
 grader computes them outside and decides whether to answer). Nothing here knows a case, a seed,
 an expected value or the reference: a kernel that tampers with this code can only misreport its
@@ -196,30 +197,6 @@ def ask_grader(message):
     return json.loads(input(MAGIC + json.dumps(message)))
 
 
-class _Measure:
-    """The peak memory of the call being measured, without the stand-ins' traffic with the grader
-    (its messages are the grader's doing, not the learner's): the peak is read before each request
-    and reset after its reply, and the largest of those readings is the call's peak."""
-    active = False
-    base = peak = 0
-
-    @classmethod
-    def before_request(cls):
-        if cls.active:
-            import tracemalloc
-
-            if tracemalloc.is_tracing():
-                cls.peak = max(cls.peak, tracemalloc.get_traced_memory()[1] - cls.base)
-
-    @classmethod
-    def after_reply(cls):
-        if cls.active:
-            import tracemalloc
-
-            if tracemalloc.is_tracing():
-                tracemalloc.reset_peak()
-
-
 def _stand_in(kind, key, ask):
     """A function that asks the grader for the result (a substitute, or a function the grader
     passes as an argument, such as a loss for ``numerical_gradient``)."""
@@ -227,11 +204,9 @@ def _stand_in(kind, key, ask):
     def stand_in(*args, **kwargs):
         message = {"op": kind, "key": key, "args": [encode(a) for a in args],
                    "kwargs": {k: encode(v) for k, v in kwargs.items()}}
-        _Measure.before_request()
         reply = ask(message)
         del message
         if "error" in reply:
-            _Measure.after_reply()
             raise RuntimeError(reply["error"])
         for arg, after in zip(args, reply.get("after") or []):
             if after is not None and isinstance(arg, np.ndarray):
@@ -242,7 +217,6 @@ def _stand_in(kind, key, ask):
                     arg.bit_generator.state = moved.bit_generator.state
         value = decode(reply["value"])
         del reply                                 # the message is gone; what stays is the value
-        _Measure.after_reply()
         return value
 
     stand_in.__name__ = str(key)
@@ -262,8 +236,8 @@ def _resolver(namespace, ask):
 
 
 def _call(call, namespace, ask):
-    """Make one call; report its output (or exception), whether it changed its inputs, and the
-    warnings, peak memory and time the grader asked for."""
+    """Make one call; report its output (or exception), whether it changed its inputs, the
+    warnings the grader asked for, and its time."""
     out = {}
     resolve = _resolver(namespace, ask)
     try:
@@ -273,16 +247,6 @@ def _call(call, namespace, ask):
     args = [decode(a, resolve) for a in call.get("args", [])]
     kwargs = {k: decode(v, resolve) for k, v in call.get("kwargs", {}).items()}
     options = call.get("options", {})
-    tracing = options.get("memory")
-    if tracing:
-        import tracemalloc
-
-        was_tracing = tracemalloc.is_tracing()
-        if not was_tracing:
-            tracemalloc.start()
-        base = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        _Measure.active, _Measure.base, _Measure.peak = True, base, 0
     saved = sys.stdout, sys.stderr
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught, \
@@ -299,14 +263,6 @@ def _call(call, namespace, ask):
         finally:
             sys.stdout, sys.stderr = saved
     out["seconds"] = time.perf_counter() - started
-    if tracing:          # measured before the output is encoded (that copies it)
-        _Measure.active = False
-        if tracemalloc.is_tracing():
-            out["peak"] = int(max(_Measure.peak, tracemalloc.get_traced_memory()[1] - base))
-            if not was_tracing:
-                tracemalloc.stop()
-        else:
-            out["peak"] = None            # the function stopped tracemalloc itself
     if "raised" not in out:
         out["value"] = encode(value)
     if options.get("warnings"):

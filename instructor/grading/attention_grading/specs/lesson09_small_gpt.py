@@ -15,9 +15,10 @@ numbers. Two tests go beyond comparing one output:
   from the ``rng`` given);
 - ``generate`` gets a Generator too (it crosses the wire by its state); ``sample_next`` is lent,
   so the tokens it draws are determined by the logits it is handed: they and the logits must be
-  those of the reference, which recomputes the whole causal pass. Extra calls measure its peak
-  memory at three lengths: a generator that reruns the whole sequence at every step builds a
-  (T, T) matrix per layer and head, which a KV cache never does.
+  those of the reference, which recomputes the whole causal pass. Extra calls at two lengths let
+  the grader measure, from outside the kernel, the memory each takes: a generator that reruns
+  the whole sequence at every step builds a (T, T) matrix per layer and head, which a KV cache
+  never does.
 """
 import copy
 
@@ -579,45 +580,50 @@ def judge_passing_on(R, case, calls):
     return mistake.passing_on_problem(draws, int(case.args[2]))
 
 
-#: Peak-memory lengths (new tokens after a 2-token prompt) of the cache check, each measured twice
-#: (the smaller peak counts): one block of 64 heads, so that rerunning the sequence holds
-#: (64, T, T) weights, 512 bytes a pair of tokens for each such array, where a cache holds none.
-MEMORY_STEPS, MEMORY_HEADS, MEMORY_REPEATS = (12, 24, 48), 64, 2
-#: Bytes per pair of tokens above which the peak is said to grow like T² (the kernel's own traffic
-#: with the grader adds well under this; one (64, T, T) float64 array is 512).
-QUADRATIC_BYTES_PER_PAIR = 400.0
+#: The memory check: generate at a short and a long length (new tokens after a 2-token prompt),
+#: drawn per submission, each call's memory measured by the grader from outside the kernel
+#: (``sandbox.meter``: what the sandbox took during the call), twice (the smaller counts). One
+#: block of 64 heads of width 1: rerunning the whole sequence at every step builds (64, T, T)
+#: arrays (scores, weights; 512 bytes a pair of tokens each, 8.7 MB at T = 130) where a cache
+#: holds (64, T, 1) keys and values. From the short length to the long one the memory must grow
+#: in proportion to T; what grows faster, by more than half of one (64, T, T) float64 array at the
+#: long length, fails.
+SHORT_STEPS, LONG_STEPS = (14, 22), (100, 128)       # ranges the two lengths are drawn from
+MEMORY_PROMPT, MEMORY_HEADS, MEMORY_REPEATS = 2, 64, 2
 
 
 def generate_memory_calls(g):
+    """Greedy generation at a short and a long length drawn from ``g``, twice each, each call's
+    memory measured by the grader."""
     params = model_params(g, 8, MEMORY_HEADS, 1, MEMORY_HEADS, 1, 8)
-    prompt = g.integers(0, 8, size=2)
+    prompt = g.integers(0, 8, size=MEMORY_PROMPT)
     seed = int(g.integers(0, 2**31))
+    lengths = [int(g.integers(low, high, endpoint=True)) for low, high in (SHORT_STEPS, LONG_STEPS)]
     return [Call((params, prompt, n), {"temperature": 1.0, "top_k": 1, "rng": np.random.default_rng(seed)},
-                 memory=True) for _ in range(MEMORY_REPEATS) for n in MEMORY_STEPS]
-
-
-def quadratic_part(lengths, peaks):
-    """c of the parabola a + b·T + c·T² through three (length, peak) points: bytes per pair of tokens."""
-    (x1, x2, x3), (p1, p2, p3) = lengths, peaks
-    return ((p3 - p2) / (x3 - x2) - (p2 - p1) / (x2 - x1)) / (x3 - x1)
+                 memory=True) for _ in range(MEMORY_REPEATS) for n in lengths]
 
 
 def judge_generate_memory(R, calls, results):
-    """Peak memory must grow like the length (the cache), not like its square (a (T, T) matrix
-    rebuilt at every step): the c of a + b·T + c·T² through the three measurements."""
-    for result in results:
+    """From the short length to the long one, the memory a call takes must grow in proportion to
+    the length (the cache), not like its square (a (heads, T, T) array rebuilt at every step)."""
+    growth = {}
+    for call, result in zip(calls, results):
         if "raised" in result:
-            return f"On the memory measurement (greedy, {len(MEMORY_STEPS)} lengths), your generate raised {result['raised']}"
+            return f"On the memory measurement (greedy, two lengths), your generate raised {result['raised']}"
         if result.get("peak") is None:
-            return "Your generate stopped tracemalloc, so its memory cannot be measured."
-    runs = np.array([r["peak"] for r in results]).reshape(MEMORY_REPEATS, len(MEMORY_STEPS))
-    peaks = runs.min(axis=0)
-    per_pair = quadratic_part([n + 2 for n in MEMORY_STEPS], peaks)
-    if per_pair > QUADRATIC_BYTES_PER_PAIR:
-        shown = ", ".join(f"{p / 1e6:.2f} MB for {n} new tokens" for p, n in zip(peaks, MEMORY_STEPS))
-        return (f"Your generate's peak memory grows like the square of the length ({shown}: about "
-                f"{per_pair:.0f} bytes per pair of tokens): it seems to rerun the whole sequence at every "
-                "step. Keep each layer's keys and values in a cache and run only the new token.")
+            return "The grader could not measure the memory your generate took."
+        T = MEMORY_PROMPT + int(call.args[2])
+        growth[T] = min(growth.get(T, np.inf), max(result["peak"], 1))
+    short, long = sorted(growth)
+    ratio, small, large = long / short, growth[short], growth[long]
+    excess, one = large - ratio * small, 8 * MEMORY_HEADS * long * long
+    if excess > one / 2:
+        return (f"From {short} to {long} tokens, {ratio:.1f} times as many, the memory your generate took grew "
+                f"from {small / 1e6:.2f} MB to {large / 1e6:.2f} MB, {large / small:.1f} times: "
+                f"{excess / 1e6:.1f} MB more than in proportion to the length, as (heads, T, T) arrays take "
+                f"(at T = {long} with {MEMORY_HEADS} heads one takes {one / 1e6:.1f} MB): its peak memory grows "
+                "like the square of the length, as when the whole sequence is rerun at every step. Keep each "
+                "layer's keys and values in a cache and run only the new token.")
     return None
 
 
