@@ -619,7 +619,7 @@ def judge_generate_memory(R, calls, results):
     excess, one = large - ratio * small, 8 * MEMORY_HEADS * long * long
     if excess > one / 2:
         return (f"From {short} to {long} tokens, {ratio:.1f} times as many, the memory your generate took grew "
-                f"from {small / 1e6:.2f} MB to {large / 1e6:.2f} MB, {large / small:.1f} times: "
+                f"from {small / 1e6:.2f} MB to {large / 1e6:.2f} MB: "
                 f"{excess / 1e6:.1f} MB more than in proportion to the length, as (heads, T, T) arrays take "
                 f"(at T = {long} with {MEMORY_HEADS} heads one takes {one / 1e6:.1f} MB): its peak memory grows "
                 "like the square of the length, as when the whole sequence is rerun at every step. Keep each "
