@@ -365,3 +365,23 @@ def test_the_grader_judges_what_each_stand_in_call_was_given():
          copied)
     verdict = run_locally(spec, Drawing, copied, None)
     assert not verdict.passed and verdict.message.endswith("the rng given was not passed on")
+
+
+def test_a_call_measured_in_process_is_counted_after_large_blocks_were_freed():
+    """``run_locally`` measures this process's memory: once the heap has kept freed large blocks
+    (glibc then serves an allocation of that size without a new page), the memory a measured call
+    allocates is still counted, as in a grading kernel. In a fresh process of its own."""
+    import subprocess
+    import sys
+
+    code = ("import os, numpy as np\n"
+            "from attention_grading.sandbox.meter import ProcessMeter\n"
+            "from attention_grading.hidden_tests import _allocate_as_a_kernel\n"
+            "for _ in range(3):\n    big = np.ones(20 << 17); del big\n"
+            "_allocate_as_a_kernel()\n"
+            "meter = ProcessMeter(os.getpid()); meter.start()\n"
+            "kept = np.ones(1 << 20)\n"
+            "print(meter.growth())\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) >= 8 << 20, done.stdout          # the 8 MB array, every page of it

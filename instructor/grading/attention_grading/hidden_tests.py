@@ -374,16 +374,18 @@ async def _alive(km):
 
 def _allocate_as_a_kernel():
     """Large arrays on pages of their own from now on, as in a grading kernel
-    (``zygote_client.KERNEL_MALLOC``), so that what a measured call allocates is counted even
-    where this process's heap already holds freed memory of that size (glibc raises its mmap
-    threshold as a process frees large blocks)."""
+    (``zygote_client.KERNEL_MALLOC``), and the free memory this process's heap holds given back,
+    so that what a measured call allocates is counted: glibc raises its mmap threshold as a
+    process frees large blocks, and a heap that kept them serves the call without a new page."""
     import ctypes
 
     from .zygote_client import KERNEL_MALLOC
 
     threshold = int(KERNEL_MALLOC["GLIBC_TUNABLES"].rsplit("=", 1)[1])
     try:
-        ctypes.CDLL(None).mallopt(-3, threshold)          # M_MMAP_THRESHOLD
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-3, threshold)                        # M_MMAP_THRESHOLD
+        libc.malloc_trim(0)
     except (OSError, AttributeError):                      # not glibc
         pass
 
