@@ -281,6 +281,17 @@ def _claims_cell(lesson):
             f"print(_json.dumps([_claim(e) for e in {expressions!r}]))")
 
 
+#: How long a cell may run before the run counts it as hung. A cell that trains (it calls
+#: ``train(``) does minutes of CPU work by design (lesson 09's two models: about a minute of CPU
+#: each) while the catalogue is graded on the same two cores in the same session: its guard is
+#: against a hang, not a measure of this machine's speed.
+CELL_TIMEOUT, TRAINING_CELL_TIMEOUT = 300, 1800
+
+
+def _cell_timeout(cell):
+    return TRAINING_CELL_TIMEOUT if "train(" in cell.source else CELL_TIMEOUT
+
+
 def _run(lesson, folder, another_run=False):
     """The solution without its test cells, in a kernel forked from the grader's warm parent (no
     sandbox: this is the instructor's own notebook), figures left undrawn: only text and the
@@ -298,7 +309,7 @@ def _run(lesson, folder, another_run=False):
         cells.insert(place, nbformat.v4.new_code_cell(code))
     nb.cells = [nbformat.v4.new_code_cell(FIGURE_AUDIT)] + cells + \
         [nbformat.v4.new_code_cell(_claims_cell(lesson)), nbformat.v4.new_code_cell("print(_json.dumps(_unlabelled))")]
-    NotebookClient(nb, timeout=300, kernel_name="python3", kernel_manager_class=SandboxedKernelManager,
+    NotebookClient(nb, timeout_func=_cell_timeout, kernel_name="python3", kernel_manager_class=SandboxedKernelManager,
                    extra_arguments=["--InlineBackend.figure_formats=set()"],
                    resources={"metadata": {"path": str(folder)}}).execute()
     nb.cells.pop(0)
