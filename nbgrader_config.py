@@ -53,18 +53,20 @@ c.GenerateSolution.preprocessors = [
 ]
 
 # Grading runs every notebook through the guarded executor (instructor/grading/attention_grading/
-# execute.py: sandboxed kernels, hidden tests driven by the grader, crash recovery, output caps,
-# time limits); the grader's verdicts become cell outputs (verdicts.py); learners' HTML and
-# JavaScript outputs are sanitised before anything stores or shows them (nbconvert's SanitizeHTML).
+# execute.py: sandboxed kernels, hidden tests driven by the grader, a verdict for every graded cell,
+# crash recovery, output caps, time limits); learners' HTML and JavaScript outputs are sanitised
+# before anything stores or shows them; then the verdicts become the only outputs that can score
+# (verdicts.py: ApplyVerdicts runs after every step that changes outputs) and the scores are saved
+# from the verdicts (SaveVerdicts, nbgrader's SaveAutoGrades scored by the grader).
 c.Autograde.autograde_preprocessors = [
     "attention_grading.execute.GuardedExecute",
-    "attention_grading.verdicts.ApplyVerdicts",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "attention_grading.sanitize.SanitizeLearnerHTML",
     "attention_grading.sanitize.RemoveHandedInFiles",
-    "nbgrader.preprocessors.SaveAutoGrades",
+    "attention_grading.verdicts.ApplyVerdicts",
+    "attention_grading.verdicts.SaveVerdicts",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
@@ -73,9 +75,12 @@ c.Execute.timeout = 30
 c.GuardedExecute.notebook_timeout = 600
 # make grade on a Dask cluster's workers instead of this machine (see the README).
 c.DaskCluster.scheduler = os.environ.get("ATTENTION_DASK_SCHEDULER", "")
-# Restore deleted or altered test cells from the gradebook instead of "needs manual grading".
+# Restore deleted or altered test cells, and every graded cell's nbgrader metadata, from the
+# gradebook instead of "needs manual grading" (restore.py); metadata nbgrader cannot read is dropped
+# first.
 c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput",
+    "attention_grading.restore.DropUnreadableMetadata",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
     "attention_grading.restore.RestoreCells",

@@ -67,19 +67,54 @@ def submit(root, student, text, name=f"{LESSON}.ipynb", timestamp="2026-01-10 12
     return folder
 
 
+def _xattrs(path):
+    try:
+        return sorted((name, os.getxattr(path, name, follow_symlinks=False))
+                      for name in os.listxattr(path, follow_symlinks=False))
+    except OSError:
+        return []
+
+
 def tree_hash(folder):
-    """One hash of every path, mode and byte under ``folder``, and of every file's time (Python's
-    own byte-code caches, written by the grader's imports, aside)."""
+    """One hash of every path under ``folder``: its bytes, mode, owner, extended attributes and
+    times (mtime and ctime: Linux sets the ctime on every write and metadata change, and no
+    process can set it back). Python's own byte-code caches, written by the grader's imports,
+    aside; a folder's own times move whenever an entry is added, so folders count by mode, owner
+    and attributes."""
     digest = hashlib.sha256()
     for path in sorted(p for p in Path(folder).rglob("*") if "__pycache__" not in p.parts):
         stat = path.lstat()
-        if path.is_dir():         # a folder's own time moves whenever an entry is added (a cache)
-            digest.update(f"{path.relative_to(folder)}|{stat.st_mode}".encode())
+        digest.update(f"{path.relative_to(folder)}|{stat.st_mode}|{stat.st_uid}|{stat.st_gid}|"
+                      f"{_xattrs(path)}".encode())
+        if path.is_dir():
             continue
-        digest.update(f"{path.relative_to(folder)}|{stat.st_mode}|{stat.st_mtime_ns}".encode())
-        if path.is_file():
+        digest.update(f"|{stat.st_mtime_ns}|{stat.st_ctime_ns}".encode())
+        if path.is_file() and not path.is_symlink():
             digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def metadata_snapshot(folder):
+    """{path: state} of ``folder`` and everything under it, without reading file contents (for
+    large trees such as the course environment): files by (size, mode, owner, ctime, extended
+    attributes), folders by (mode, owner, extended attributes); any write or metadata change
+    shows in a file's ctime. Byte-code caches aside."""
+    state = {}
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for path, is_dir in [(top, True), *((os.path.join(top, n), False) for n in files)]:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            state[path] = ((st.st_mode, st.st_uid, st.st_gid, _xattrs(path)) if is_dir else
+                           (st.st_size, st.st_mode, st.st_uid, st.st_gid, st.st_ctime_ns, _xattrs(path)))
+    return state
+
+
+def snapshot_changes(before, after):
+    """The paths whose state differs between two ``metadata_snapshot``s (new and gone ones too)."""
+    return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
 
 
 def env_for(root, **extra):

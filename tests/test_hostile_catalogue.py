@@ -2,22 +2,28 @@
 ``make grade`` (two workers, forked sandboxed kernels, feedback) and by plain ``nbgrader
 autograde`` (the course's nbgrader_config.py, one notebook at a time). For each attack, both ways:
 
-- the attacker gains nothing on the exercise it attacks, and the correct learner keeps full marks;
+- the attacker gains nothing on the exercises it attacks (each graded, not left blank: a
+  submission that makes itself ungradable scores 0 with the reason; only a file that is not a
+  notebook the grader reads is left ungraded, named), and the correct learners keep full marks;
 - nothing of the course changes: ``submitted/``, ``source/``, ``solutions/``, ``instructor/`` are
-  byte-identical, and no file of the course environment was written (no file's ctime moved:
-  Linux sets it on every write and no process can set it back);
+  byte-identical with modes, owners, times (ctime included: Linux sets it on every write and
+  metadata change, and no process can set it back) and extended attributes; the course
+  environment, the learner package and the Python installation likewise (every file's ctime,
+  mode, owner and attributes, every folder's mode, owner and attributes);
 - no file named by an attack appears anywhere (/tmp, home folders, the course, its environment),
-  no process an attack started is left, nothing reached a local server, no script survives in
-  an autograded notebook, no reference code in the attacker's feedback;
+  no process an attack started is left, nothing reached a server of this machine (a TCP, UDP,
+  UNIX stream, UNIX datagram or ZeroMQ server the test runs), no attack reports that anything it
+  tried worked, no script survives in an autograded notebook, no reference code in the
+  attacker's feedback, and the autograded notebooks stay within the output caps;
 - grading finishes, and a later run grades a correct learner as before.
 
 Both runs start in the background when the tests are collected (tests/background.py).
 """
 import json
 import os
-import socket
 import subprocess
-import threading
+import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -27,8 +33,10 @@ import pytest
 import background
 import hostile_catalogue as catalogue
 import leaks
+from attention_grading.case_secret import course_secret
 from conftest import ROOT, copy_course, nbgrader
-from grading_helpers import LESSON, grade_table, run_grade, tree_hash
+from grading_helpers import LESSON, grade_table, metadata_snapshot, run_grade, snapshot_changes, tree_hash
+from listeners import Listener
 from notebook_tools import solved
 
 pytestmark = pytest.mark.nbgrader
@@ -36,90 +44,64 @@ ATTACKS = sorted(catalogue.ATTACKS)
 SECRET = "attention-grader-secret-6f1d2"
 COURSE_TREES = ("submitted", "source", "solutions", "instructor")
 SEARCHED = [Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/root"), ROOT]
-
-
-class Listener:
-    """A TCP and a UDP server on one loopback port that remember anything sent to them."""
-
-    def __init__(self):
-        self.tcp = socket.socket()
-        self.tcp.bind(("127.0.0.1", 0))
-        self.tcp.listen()
-        self.port = self.tcp.getsockname()[1]
-        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.udp.bind(("127.0.0.1", self.port))
-        self.received = []
-        threading.Thread(target=self._accept, daemon=True).start()
-        threading.Thread(target=self._datagrams, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.tcp.accept()
-            except OSError:
-                return
-            self.received.append(("tcp", conn.recv(100)))
-            conn.close()
-
-    def _datagrams(self):
-        while True:
-            try:
-                self.received.append(("udp", self.udp.recv(100)))
-            except OSError:
-                return
-
-    def close(self):
-        self.tcp.close()
-        self.udp.close()
-
-
-def ctimes(folder):
-    """{path: (ctime_ns, size)} of every file under ``folder``: any write shows."""
-    out = {}
-    for top, _, files in os.walk(folder):
-        for name in files:
-            try:
-                stat = os.lstat(os.path.join(top, name))
-            except OSError:
-                continue
-            out[os.path.join(top, name)] = (stat.st_ctime_ns, stat.st_size)
-    return out
+# What a kernel can read and must not change: the course environment, the learner package, the
+# Python installation's standard library.
+WATCHED = sorted({sys.prefix, str(ROOT / "src" / "attention_course"), sysconfig.get_paths()["stdlib"]})
 
 
 def traces():
-    """Files named by an attack, anywhere searched, and processes an attack started."""
+    """Files named by an attack of this catalogue, anywhere searched, and processes an attack
+    started (by each attack's own marker: another test's markers on this machine are not ours)."""
+    markers = tuple(catalogue.PREFIX + name for name in ATTACKS)
     found = []
     for root in SEARCHED:
         for top, dirs, files in os.walk(root):
-            found += [os.path.join(top, n) for n in dirs + files if n.startswith(catalogue.PREFIX)]
+            found += [os.path.join(top, n) for n in dirs + files if n.startswith(markers)]
     ps = subprocess.run(["pgrep", "-af", catalogue.PREFIX], capture_output=True, text=True).stdout
-    processes = [line for line in ps.splitlines() if "pgrep" not in line]
+    processes = [line for line in ps.splitlines() if "pgrep" not in line and any(m in line for m in markers)]
     return found, processes
 
 
-CORRECT = "solution"            # the correct learner graded beside every attack
+CORRECT = "solution"            # the correct learner graded beside every attack (of each lesson)
 FEEDBACK_READERS = ("print_everything_into_feedback", "script_in_output", "script_in_answer", "grader_secrets")
 
 
 def write_attacks(root):
-    """Hand in every attack (and, unless the course has one, a correct learner) for lesson 01 of
-    the course at ``root``; start the listener; take the "before" snapshot. Returns the context."""
+    """Hand in every attack (and, unless the course has one, a correct learner of each attacked
+    lesson) in the course at ``root``; start the listener; take the "before" snapshots. Returns
+    the context."""
     listener = Listener()
-    answer = solved(ROOT / "notebooks" / LESSON / f"{LESSON}.ipynb", ROOT / "solutions" / LESSON / f"{LESSON}.ipynb")
-    context = {"course": str(root), "port": listener.port, "grader_pid": os.getpid(), "secret": SECRET}
-    students = [(f"attack_{name}", *catalogue.build(answer, name, context)) for name in ATTACKS]
-    if not (root / "submitted" / CORRECT / LESSON).exists():
-        students.append((CORRECT, answer, []))
-    for student, nb, files in students:
-        folder = root / "submitted" / student / LESSON
+    context = {"course": str(root), "grader_pid": os.getpid(), "secret": SECRET, **listener.addresses()}
+    answers = {lesson: solved(ROOT / "notebooks" / lesson / f"{lesson}.ipynb",
+                              ROOT / "solutions" / lesson / f"{lesson}.ipynb") for lesson in catalogue.LESSONS}
+    for lesson, answer in answers.items():
+        if not (root / "submitted" / CORRECT / lesson).exists():
+            folder = root / "submitted" / CORRECT / lesson
+            folder.mkdir(parents=True)
+            nbformat.write(answer, folder / f"{lesson}.ipynb")
+    for name in ATTACKS:
+        lesson = catalogue.ATTACKS[name].lesson
+        nb, files, raw = catalogue.build(answers[lesson], name, context)
+        folder = root / "submitted" / f"attack_{name}" / lesson
         folder.mkdir(parents=True)
-        nbformat.write(nb, folder / f"{LESSON}.ipynb")
+        if raw is None:
+            nbformat.write(nb, folder / f"{lesson}.ipynb")
+        else:
+            (folder / f"{lesson}.ipynb").write_text(raw)
         for path, content in files:
             (folder / path).parent.mkdir(parents=True, exist_ok=True)
             (folder / path).write_text(content)
+    course_secret(root)           # the course's own state, made before grading as a first run does
     return {"listener": listener, "root": root,
             "before": {tree: tree_hash(root / tree) for tree in COURSE_TREES},
-            "environment_before": ctimes(Path(os.sys.prefix))}
+            "environment_before": {folder: metadata_snapshot(folder) for folder in WATCHED}}
+
+
+def _scores(root):
+    table = {}
+    for lesson in catalogue.LESSONS:
+        table.update(grade_table(f"sqlite:///{root / 'gradebook.db'}", lesson))
+    return table
 
 
 def inspect(context, run, again=None):
@@ -127,14 +109,22 @@ def inspect(context, run, again=None):
     root = context["root"]
     time.sleep(2)                      # what a detached process would do after the run
     grades_csv = root / "grades.csv"
-    results = {"run": run, "root": root,
-               "after": {tree: tree_hash(root / tree) for tree in COURSE_TREES},
-               "before": context["before"], "environment_before": context["environment_before"],
-               "environment_after": ctimes(Path(os.sys.prefix)),
-               "scores": grade_table(f"sqlite:///{root / 'gradebook.db'}"), "traces": traces(),
-               "listener": list(context["listener"].received), "again": again,
-               "grades_csv": grades_csv.read_bytes() if grades_csv.exists() else None}
-    return results
+    return {"run": run, "root": root,
+            "after": {tree: tree_hash(root / tree) for tree in COURSE_TREES},
+            "before": context["before"],
+            "environment_changed": {folder: snapshot_changes(state, metadata_snapshot(folder))
+                                    for folder, state in context["environment_before"].items()},
+            "scores": _scores(root), "traces": traces(),
+            "listener": list(context["listener"].received), "ignored": list(context["listener"].ignored),
+            "again": again, "grades_csv": grades_csv.read_bytes() if grades_csv.exists() else None,
+            "grader_max_rss": _max_rss_of_children()}
+
+
+def _max_rss_of_children():
+    """The largest resident set of any process this one waited for, directly or not (bytes)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 
 
 def after_make_grade(context, run):
@@ -150,16 +140,19 @@ def after_make_grade(context, run):
 
 def grade_with_nbgrader(folder):
     """The plain ``nbgrader autograde`` half: a course of its own, one notebook at a time."""
-    root = copy_course(Path(folder) / "course", lessons=[LESSON])
+    root = copy_course(Path(folder) / "course", lessons=list(catalogue.LESSONS))
     with open(root / "nbgrader_config.py", "a") as config:
         config.write("\nc.Execute.timeout = 10\n")
-    nbgrader(root, "generate_assignment", LESSON, "--force")
+    for lesson in catalogue.LESSONS:
+        nbgrader(root, "generate_assignment", lesson, "--force")
     context = write_attacks(root)
-    run = subprocess.run(
-        [os.sys.executable, "-m", "nbgrader", "autograde", LESSON, "--force"], cwd=root,
+    runs = [subprocess.run(
+        [os.sys.executable, "-m", "nbgrader", "autograde", lesson, "--force"], cwd=root,
         env={**os.environ, "ATTENTION_TEST_SECRET": SECRET,
              "PATH": f"{Path(os.sys.executable).parent}:{os.environ['PATH']}"},
-        capture_output=True, text=True, timeout=900)
+        capture_output=True, text=True, timeout=1200) for lesson in catalogue.LESSONS]
+    run = subprocess.CompletedProcess(runs[0].args, max(r.returncode for r in runs),
+                                      "".join(r.stdout for r in runs), "".join(r.stderr for r in runs))
     results = inspect(context, run)
     context["listener"].close()
     return results
@@ -191,62 +184,95 @@ def hostile(request, way):
     return request.getfixturevalue({"make grade": "make_grade_half", "nbgrader autograde": "nbgrader_half"}[way])
 
 
-def _points(scores, student, exercise_tests):
-    return {gid: scores.get((student, LESSON, gid)) for gid in exercise_tests}
+def _points(scores, student, exercise_tests, lesson=LESSON):
+    return {gid: scores.get((student, lesson, gid)) for gid in exercise_tests}
 
 
-TESTS = {"softmax": ["softmax_matches_reference"], "contextualize": ["contextualize_matches_reference"]}
-
-
+TESTS = {"softmax": ["softmax_matches_reference"], "contextualize": ["contextualize_matches_reference"],
+         "tiled_attention": ["tiled_attention_matches_reference"]}
 # The plain-nbgrader half runs in the full tier (``pytest --full``).
 WAYS = ["make grade", pytest.param("nbgrader autograde", marks=pytest.mark.full)]
+OUTPUT_CAP_BYTES = (8 << 20) + (2 << 20)   # GuardedExecute.max_notebook_output_bytes, and the lesson itself
+
+
+def _autograded(root, name):
+    lesson = catalogue.ATTACKS[name].lesson
+    return root / "autograded" / f"attack_{name}" / lesson / f"{lesson}.ipynb"
 
 
 @pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("attack", ATTACKS)
 def test_the_attacker_gains_nothing(hostile, attack, way):
-    """The attacked exercise scores 0; its hidden test was graded (not lost to an error)."""
-    scores = hostile["scores"]
-    target = catalogue.ATTACKS[attack].target
-    got = _points(scores, f"attack_{attack}", TESTS[target])
+    """Every exercise the attack answers scores 0, graded (not left blank by an error); a written
+    answer it tampers with still awaits manual grading. A file that is not a notebook the grader
+    reads is not graded, and make grade's grades.csv says why."""
+    scores, spec = hostile["scores"], catalogue.ATTACKS[attack]
+    student = f"attack_{attack}"
+    tests = [gid for exercise in spec.exercises for gid in TESTS[exercise]]
+    got = _points(scores, student, tests, spec.lesson)
+    if not spec.graded:     # make grade names it, grading nobody else's less; nbgrader reads what it can
+        assert all(v is None or not v[0] for v in got.values()), f"{attack} won points ({way}): {got}"
+        if way == "make grade":
+            assert all(v is None or v[0] is None for v in got.values()), f"{attack} was graded: {got}"
+            import csv
+            import io
+
+            rows = [r for r in csv.DictReader(io.StringIO(hostile["grades_csv"].decode()))
+                    if r["student"] == student and r["lesson"] == spec.lesson]
+            assert rows and rows[0]["status"] == "ungradable" and "malformed notebook" in rows[0]["note"], rows
+        return
     assert all(v is not None for v in got.values()), f"{attack} was not graded by {way}: {got}"
-    assert all(v[0] == 0 for v in got.values()), f"{attack} won points on {target} ({way}): {got}"
+    if spec.correct:    # right answers under changed metadata: exactly the points the gradebook gives
+        maxima = _maxima(hostile["root"], spec.lesson)
+        assert all(v == (maxima[gid], False) for gid, v in got.items()), f"{attack} ({way}): {got}, {maxima}"
+    else:
+        assert all(v[0] == 0 for v in got.values()), f"{attack} won points ({way}): {got}"
+    written = _points(scores, student, spec.written, spec.lesson)
+    assert all(v == (None, True) for v in written.values()), f"{attack} scored a written answer: {written}"
+
+
+def _maxima(root, lesson):
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "attention") as gb:
+        return {cell.name: cell.max_score for cell in gb.find_notebook(lesson, lesson).grade_cells}
 
 
 @pytest.mark.parametrize("way", WAYS)
 def test_the_correct_learner_keeps_full_marks_and_grading_finishes(hostile, way):
-    """The correct learner, graded in the same run as every attack, scores every autograded point;
-    the run ended."""
+    """The correct learners (lessons 01 and 08), graded in the same run as every attack, score
+    every autograded point; the run ended."""
     run = hostile["run"]
     assert run.returncode in (0, 1), run.stdout[-3000:] + run.stderr[-3000:]
     correct = _points(hostile["scores"], CORRECT, TESTS["softmax"] + TESTS["contextualize"])
+    correct.update(_points(hostile["scores"], CORRECT, TESTS["tiled_attention"], catalogue.MEASURED_LESSON))
     assert all(v == (3.0, False) for v in correct.values()), (correct, run.stdout[-3000:])
 
 
 @pytest.mark.parametrize("way", WAYS)
 def test_the_course_is_untouched(hostile, way):
-    """submitted/, source/, solutions/ and instructor/ are byte-identical; the stored hidden tests
-    are still source/'s."""
+    """submitted/, source/, solutions/ and instructor/ are byte-identical (modes, owners, times and
+    extended attributes included); the stored hidden tests are still source/'s."""
     from attention_grading.gradebook import stored_test_mismatches
 
     assert hostile["after"] == hostile["before"]
     root = hostile["root"]
-    assert stored_test_mismatches(root, f"sqlite:///{root / 'gradebook.db'}", "attention", [LESSON]) == {}
+    assert stored_test_mismatches(root, f"sqlite:///{root / 'gradebook.db'}", "attention",
+                                  list(catalogue.LESSONS)) == {}
 
 
 @pytest.mark.parametrize("way", WAYS)
 def test_the_course_environment_is_untouched(hostile, way):
-    """No file of the course environment was written, none appeared."""
-    before, after = hostile["environment_before"], hostile["environment_after"]
-    changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p)
-                     and "__pycache__" not in p)
-    assert not changed, changed[:10]
+    """No file of the course environment, the learner package or the Python installation was
+    written or changed its mode, owner, times or extended attributes; none appeared."""
+    changed = {folder: paths for folder, paths in hostile["environment_changed"].items() if paths}
+    assert not changed, {folder: paths[:10] for folder, paths in changed.items()}
 
 
 @pytest.mark.parametrize("way", WAYS)
 def test_no_trace_is_left(hostile, way):
-    """No file an attack named anywhere, no process it started, nothing sent out, no late write
-    to the grades or the gradebook."""
+    """No file an attack named anywhere, no process it started, nothing reached a server of this
+    machine, no late write to the grades or the gradebook."""
     files, processes = hostile["traces"]
     assert not files, files[:10]
     assert not processes, processes
@@ -254,6 +280,35 @@ def test_no_trace_is_left(hostile, way):
     grades = hostile["grades_csv"]
     assert grades is None or catalogue.PREFIX.encode() not in grades
     assert all(score != 99 for score, _ in hostile["scores"].values())
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_nothing_an_attack_tried_worked(hostile, way):
+    """No attack reports, in its own outputs, that a socket, a metadata call, a measurement or any
+    other attempt got through."""
+    root = hostile["root"]
+    got = {}
+    for name in ATTACKS:
+        path = _autograded(root, name)
+        if path.is_file():
+            said = [json.dumps(c.get("outputs", [])) for c in nbformat.read(path, as_version=4).cells]
+            found = [text for text in said if f"{catalogue.PREFIX}{name} {catalogue.GOT}" in text]
+            if found:
+                got[name] = [text[:300] for text in found[:3]]
+    assert not got, got
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_outputs_stay_within_the_caps(hostile, way):
+    """The submission that prints tens of MB of every output type makes an autograded notebook
+    within the per-notebook output cap, grades, and the grader's processes stay bounded."""
+    root = hostile["root"]
+    path = _autograded(root, "huge_outputs_of_every_kind")
+    assert path.stat().st_size < OUTPUT_CAP_BYTES, path.stat().st_size
+    nb = nbformat.read(path, as_version=4)
+    assert any("dropped by the grader" in json.dumps(c.get("outputs", [])) for c in nb.cells)
+    print(f"\n{way}: largest grading process {hostile['grader_max_rss'] / 2**20:.0f} MiB; "
+          f"autograded notebook {path.stat().st_size / 2**20:.1f} MiB")
 
 
 @pytest.mark.parametrize("way", WAYS)

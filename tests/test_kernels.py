@@ -126,40 +126,36 @@ def test_cold_kernels_start_in_the_same_sandbox(tmp_path):
     assert "learner package: attention_course" in out, "a cold kernel must import the learner package"
 
 
-def test_a_kernel_whose_port_was_taken_starts_again_on_fresh_ports(tmp_path, monkeypatch):
-    """Another process takes a port between jupyter_client choosing it and the kernel binding it."""
-    import socket
-
-    from jupyter_client.provisioning.local_provisioner import LocalPortCache
-
-    taken = socket.socket()
-    taken.bind(("127.0.0.1", 0))
-    taken.listen()
-    port = taken.getsockname()[1]
-    cache = LocalPortCache.instance()
-    find = cache.find_available_port
-    handed_out = []
-
-    def one_taken_port(ip):  # the first kernel's first port is the one already in use
-        handed_out.append(port if not handed_out else find(ip))
-        return handed_out[-1]
-
-    monkeypatch.setattr(cache, "find_available_port", one_taken_port)
+@pytest.mark.parametrize("cls", [ForkingKernelManager, ColdKernelManager], ids=["forked", "cold"])
+def test_a_kernel_talks_only_through_the_sockets_its_waiter_bound(tmp_path, cls):
+    """Its five channels are UNIX sockets in the grader's scratch folder (jupyter_client's ``ipc``
+    transport), bound before the kernel started; the kernel is in a network namespace of its own
+    where nothing listens, so no port of this machine is used or needed (jupyter_client#154, a
+    port taken between its choice and the bind, cannot happen)."""
+    import stat
 
     async def main():
-        km, kc = await _started(ForkingKernelManager, tmp_path)
+        km, kc = await _started(cls, tmp_path)
         try:
-            return km.shell_port, (await _run(kc, "print(6 * 7)"))[0]
+            out, error = await _run(kc, "print(6 * 7)")
+            kernel = km.provisioner.process.pid
+            if cls is ColdKernelManager:      # the launcher waits outside; the kernel is its child
+                kernel = int(open(f"/proc/{kernel}/task/{kernel}/children").read().split()[0])
+            return (out, error, km.transport, km.channel_paths(), km.sandbox_request.scratch,
+                    os.readlink(f"/proc/{kernel}/ns/net"), open(f"/proc/{kernel}/net/tcp").read().splitlines(),
+                    open(f"/proc/{kernel}/net/dev").read())
         finally:
             await _stop(km, kc)
 
-    try:
-        shell_port, out = asyncio.run(main())
-    finally:
-        taken.close()
-    assert out.strip() == "42"
-    assert len(handed_out) == 10, "the kernel was not started again on a second set of five ports"
-    assert shell_port != port and shell_port in handed_out[5:]
+    out, error, transport, paths, scratch, namespace, tcp, devices = asyncio.run(main())
+    assert out.strip() == "42" and error is None
+    assert transport == "ipc" and len(paths) == 5
+    assert all(p.startswith(os.path.join(scratch, "ch-")) for p in paths)
+    assert namespace != os.readlink("/proc/self/ns/net"), "the kernel shares the grader's network"
+    assert len(tcp) == 1, f"TCP sockets in the kernel's network namespace: {tcp[1:]}"
+    assert [line.split(":")[0].strip() for line in devices.splitlines() if ":" in line] == ["lo"]
+    assert not any(os.path.exists(p) and stat.S_ISSOCK(os.stat(p).st_mode) for p in paths), \
+        "the channel sockets outlive the kernel"
 
 
 def test_dead_forked_kernel_is_noticed_and_restart_forks_again(tmp_path):
@@ -286,3 +282,31 @@ def test_a_crashing_cell_raises_dead_kernel_in_nbclient(tmp_path):
                             resources={"metadata": {"path": str(tmp_path)}})
     with pytest.raises(DeadKernelError):
         client.execute()
+
+
+@pytest.mark.parametrize("cls", [ForkingKernelManager, ColdKernelManager], ids=["forked", "cold"])
+def test_the_grader_measures_a_kernels_memory_from_outside(tmp_path, cls):
+    """The meter of a kernel's sandbox (its own memory cgroup here) sees what a cell allocates,
+    children included; the kernel cannot reset it."""
+    from attention_grading.sandbox.meter import meter_for
+
+    async def main():
+        km, kc = await _started(cls, tmp_path)
+        try:
+            meter = meter_for(km.kernel_pid())
+            meter.start()
+            # In a child that has ended by the time the grader reads: only a cgroup still counts it.
+            allocate = ("if os.fork() == 0:\n    np.ones(60 << 17); os._exit(0)\nos.wait()\n"
+                        if type(meter).__name__ == "CgroupMeter" else "kept = np.ones(60 << 17)\n")
+            out, error = await _run(kc, "import os, numpy as np\n" + allocate +
+                                        "try:\n    open('/proc/self/clear_refs', 'w').write('5')\n"
+                                        "except OSError as exc:\n    print(type(exc).__name__)")
+            growth = meter.growth()
+            meter.close()
+            return type(meter).__name__, growth, out
+        finally:
+            await _stop(km, kc)
+
+    kind, growth, out = asyncio.run(main())
+    assert out.strip() == "OSError", out
+    assert 55 << 20 <= growth < 200 << 20, (kind, growth)

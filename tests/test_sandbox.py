@@ -8,17 +8,16 @@ end, through grading, by tests/test_hostile_catalogue.py.
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
-from ports import free_port
+from grading_helpers import metadata_snapshot, snapshot_changes
+from listeners import Listener
 
 GRADING_DIR = ROOT / "instructor" / "grading"
 PROBE = Path(__file__).with_name("sandbox_probe.py")
@@ -36,9 +35,11 @@ def fake_course(root):
     return root
 
 
-def probe(tmp_path, attempts, python=sys.executable, user=None, account=None, ports=(), limits=None):
-    """{attempt: outcome} of ``attempts`` run in one sandbox. Its folders are made directly under
-    /tmp, where any account may reach them (pytest's own folder is root's only)."""
+def probe(tmp_path, attempts, python=sys.executable, user=None, account=None, limits=None, watched=()):
+    """(``{attempt: outcome}`` of ``attempts`` run in one sandbox, the fake course, the scratch
+    folder, whether the course and the ``watched`` folders kept every byte, mode, owner, time and
+    extended attribute). Its folders are made directly under /tmp, where any account may reach
+    them (pytest's own folder is root's only)."""
     import tempfile
 
     tmp_path = Path(tempfile.mkdtemp(prefix="attention-sandbox-test-"))
@@ -53,10 +54,12 @@ def probe(tmp_path, attempts, python=sys.executable, user=None, account=None, po
     request = tmp_path / "request.json"
     request.write_text(json.dumps({
         "grading_dir": str(GRADING_DIR), "scratch": str(scratch), "seed": str(seed),
-        "protected": [str(course), str(ROOT), str(tmp_path)], "ports": list(ports), "account": account,
+        "protected": [str(course), str(ROOT), str(tmp_path)], "account": account,
+        "channels": [str(scratch / "ch-1"), str(scratch / "ch-2")],
         "limits": limits or {},
         "attempts": {k: textwrap.dedent(v).replace("{course}", str(course)) for k, v in attempts.items()}}))
     command = [python, str(PROBE), str(request)]
+    before = {folder: metadata_snapshot(folder) for folder in [course, *watched]}
     if user:
         import pwd
 
@@ -67,21 +70,68 @@ def probe(tmp_path, attempts, python=sys.executable, user=None, account=None, po
     done = subprocess.run(command, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "ATTENTION_GRADEBOOK_URL": "postgresql://grader:hunter2@db/x",
                                "PYTHONPATH": str(GRADING_DIR)})
+    changed = {str(folder): snapshot_changes(state, metadata_snapshot(folder)) for folder, state in before.items()}
     shutil.rmtree(tmp_path / "course", ignore_errors=True)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["status"].startswith("{"), f"the sandbox did not start: {report['status']}"
-    return json.loads(report["status"]), course, scratch
+    return json.loads(report["status"]), course, scratch, {k: v for k, v in changed.items() if v}
 
 
-def _listening_server():
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    accepted = []
-    threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()
-    return server, accepted
+# Socket calls: every one is refused (socket() for every family; the Fast Open flags and options
+# on the channel sockets it inherits, which seccomp refuses before the network stack sees them).
+ON_A_CHANNEL = "import socket; s = socket.socket(fileno=os.dup(next(iter(sockets.values()))))\n"
+ONLY_REFUSED = ("\nexcept PermissionError:\n    raise\n"
+                "except OSError as exc:   # the network stack answered: the sandbox let it through\n"
+                "    result = f'not refused by the sandbox: {{exc}}'")
+NETWORK = {
+    "connect to a local TCP server": "import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2).sendall(b'x')",
+    "TCP Fast Open to a local server (sendto)":
+        "import socket; socket.socket().sendto(b'x', socket.MSG_FASTOPEN, ('127.0.0.1', {port}))",
+    "MSG_FASTOPEN on an inherited socket (sendto)":
+        "import os\ntry:\n    " + ON_A_CHANNEL.replace("\n", "\n    ") + "s.sendto(b'x', socket.MSG_FASTOPEN, '{unix_path}')" + ONLY_REFUSED,
+    "MSG_FASTOPEN on an inherited socket (sendmsg)":
+        "import os\ntry:\n    " + ON_A_CHANNEL.replace("\n", "\n    ") + "s.sendmsg([b'x'], [], socket.MSG_FASTOPEN)" + ONLY_REFUSED,
+    "MSG_FASTOPEN on an inherited socket (sendmmsg)":
+        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "fd = next(iter(sockets.values()))\n"
+        "if libc.syscall(307, fd, None, 0, 0x20000000) == -1:\n"
+        "    raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))\n"
+        "result = 'sent'",
+    "TCP_FASTOPEN_CONNECT on an inherited socket":
+        "import os\ntry:\n    " + ON_A_CHANNEL.replace("\n", "\n    ") + "s.setsockopt(6, 30, 1)" + ONLY_REFUSED,
+    "send UDP to a local server": "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {port}))",
+    "connect to a UNIX stream socket": "import socket; s = socket.socket(socket.AF_UNIX); s.connect('{unix_path}'); s.sendall(b'x')",
+    "send to a UNIX datagram socket": "import socket; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b'x', '{dgram_path}')",
+    "open a raw socket": "import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)",
+    "open a packet socket": "import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW)",
+    "open a netlink socket": "import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)",
+    "open an abstract UNIX socket": "import socket; socket.socket(socket.AF_UNIX).connect('\\0attention')",
+    "set up io_uring": "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                       "if libc.syscall(425, 8, ctypes.create_string_buffer(120)) == -1:\n"
+                       "    raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))",
+    "listen on a TCP port": "import socket; socket.socket().bind(('127.0.0.1', 0))",
+    "subscribe to a ZeroMQ publisher (another kernel's IOPub)":
+        "import zmq; sub = zmq.Context().socket(zmq.SUB); sub.subscribe(b''); sub.connect('tcp://127.0.0.1:{zmq_port}')\n"
+        "if not sub.poll(3000):\n    raise TimeoutError('nothing received')\nresult = sub.recv()",
+}
 
+# Metadata calls on what a kernel may read (the course environment, the learner package, the
+# Python installation) and on the course: each would leave the file as it was (same mode, owner,
+# times, size and name) had it worked, but its ctime would show it; every one must be refused.
+METADATA = {
+    "chmod": "import os; os.chmod(T, os.stat(T).st_mode & 0o7777)",
+    "chown": "import os; st = os.stat(T); os.chown(T, st.st_uid, st.st_gid)",
+    "utime": "import os; st = os.stat(T); os.utime(T, ns=(st.st_atime_ns, st.st_mtime_ns))",
+    "setxattr": "import os; os.setxattr(T, 'user.{marker}', b'x'); os.removexattr(T, 'user.{marker}')",
+    "link": "import os; os.link(T, T + '-{marker}'); os.unlink(T + '-{marker}')",
+    "symlink": "import os; os.symlink(T, T + '-{marker}'); os.unlink(T + '-{marker}')",
+    "rename": "import os; os.rename(T, T + '-{marker}'); os.rename(T + '-{marker}', T)",
+    "truncate": "import os; os.truncate(T, os.stat(T).st_size)",
+    "mknod": "import os, stat; os.mknod(T + '-{marker}', stat.S_IFIFO | 0o600); os.unlink(T + '-{marker}')",
+}
+TARGETS = {"the course environment": "{env_file}", "the learner package": "{package_file}",
+           "the Python installation": "{python_file}", "the course": "{course}/gradebook.db"}
 
 WALLS = {
     # reading the course
@@ -107,11 +157,12 @@ WALLS = {
     "write the course": "open('{course}/{marker}', 'w').write('x')",
     "write the grader's IPython startup": "open('/root/.ipython/profile_default/startup/00-{marker}.py', 'w').write('x')",
     "write /dev/shm": "open('/dev/shm/{marker}', 'w').write('x')",
+    "reset its own peak memory (/proc/self/clear_refs)": "open('/proc/self/clear_refs', 'w').write('5')",
     # network
-    "connect to a local server": "import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)",
-    "open a UDP socket": "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)",
-    "open a UNIX socket": "import socket; socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)",
-    "listen on another port": "import socket; socket.socket().bind(('127.0.0.1', 0)); socket.socket().listen()",
+    **NETWORK,
+    # metadata
+    **{f"{call} on {what}": f"T = '{target}'\n" + code for what, target in TARGETS.items()
+       for call, code in METADATA.items()},
     # other processes
     "signal the grader": "import os; os.kill({grader_pid}, 0)",
     "see the grader in /proc": "import os; assert {grader_pid} in [int(p) for p in os.listdir('/proc') if p.isdigit()]",
@@ -124,8 +175,15 @@ WALLS = {
 ALLOWED = {
     "its own file": "result = open('data.txt').read()",
     "write its own folder": "open('note.txt', 'w').write('ok'); result = open('note.txt').read()",
+    "change modes and times in its own folder":
+        "import os; open('mine', 'w').close(); os.chmod('mine', 0o600); os.utime('mine', (1, 1)); "
+        "os.rename('mine', 'ours'); result = oct(os.stat('ours').st_mode)",
     "its home": "import os; open(os.path.expanduser('~/x'), 'w').write('ok'); result = os.environ['HOME']",
-    "bind its own port": "import socket; s = socket.socket(); s.bind(('127.0.0.1', {own_port})); result = 'bound'",
+    "its channel sockets": "import os, socket\n"
+                           "result = sorted((e, socket.socket(fileno=os.dup(fd)).getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN))"
+                           " for e, fd in sockets.items())",
+    "a socket pair": "import socket; a, b = socket.socketpair(); a.sendall(b'ok'); result = b.recv(2)",
+    "its network": "result = sorted(line.split(':')[0].strip() for line in open('/proc/net/dev') if ':' in line)",
     "the standard library and a subprocess": "import subprocess; result = subprocess.run(['echo', 'hi'], capture_output=True, text=True).stdout",
     "the learner package": "import attention_course; result = attention_course.__name__",
     "numpy": "import numpy as np; result = float(np.linalg.norm(np.ones(4)))",
@@ -137,21 +195,34 @@ ALLOWED = {
 }
 
 
+def _targets():
+    """Files of the course environment, the learner package and the Python installation that
+    the metadata calls aim at (the sandbox can read them; the tests watch their folders)."""
+    import attention_course
+    import numpy
+
+    return {"env_file": numpy.__file__, "package_file": attention_course.__file__, "python_file": os.__file__}
+
+
 def _filled(attempts, **values):
     return {name: code.format(**values) for name, code in attempts.items()}
 
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory):
-    server, accepted = _listening_server()
-    own_port = free_port()
+    servers = Listener()
     tmp_path = tmp_path_factory.mktemp("sandbox")
-    values = dict(course="{course}", root=ROOT, marker=MARKER, port=server.getsockname()[1],
-                  grader_pid=os.getpid(), own_port=own_port)
-    result, course, scratch = probe(tmp_path, {**_filled(WALLS, **values), **_filled(ALLOWED, **values)},
-                                    ports=[own_port])
-    server.close()
-    return {"outcomes": result, "accepted": accepted, "scratch": scratch, "course": course}
+    targets = _targets()
+    values = dict(course="{course}", root=ROOT, marker=MARKER, grader_pid=os.getpid(), **servers.addresses(),
+                  **targets)
+    try:
+        result, course, scratch, changed = probe(
+            tmp_path, {**_filled(WALLS, **values), **_filled(ALLOWED, **values)},
+            watched=sorted({os.path.dirname(p) for p in targets.values()}))
+    finally:
+        servers.close()
+    return {"outcomes": result, "reached": servers.received, "scratch": scratch, "course": course,
+            "changed": changed}
 
 
 @pytest.mark.parametrize("attempt", sorted(WALLS))
@@ -160,30 +231,43 @@ def test_a_wall_holds(outcomes, attempt):
     outcome = outcomes["outcomes"][attempt]
     assert "error" in outcome, f"{attempt}: it worked ({outcome})"
     assert outcome["error"] in ("PermissionError", "FileNotFoundError", "ProcessLookupError", "MemoryError",
-                                "AssertionError", "OSError", "ModuleNotFoundError"), outcome
+                                "AssertionError", "OSError", "ModuleNotFoundError", "TimeoutError"), outcome
 
 
 def test_what_a_kernel_needs_still_works(outcomes):
-    """Its files, its folder, its home and port, a subprocess, numpy, the learner package."""
+    """Its files, its folder (modes and times included), its home, its channel sockets, a socket
+    pair, a subprocess, numpy, the learner package."""
     got = outcomes["outcomes"]
     failed = {name: got[name] for name in ALLOWED if "ok" not in got[name]}
     assert not failed, failed
     assert got["its own file"]["ok"] == repr("the learner's own file")
     assert got["the standard library and a subprocess"]["ok"] == repr("hi\n")
+    assert got["a socket pair"]["ok"] == repr(b"ok")
+    channels = eval(got["its channel sockets"]["ok"])      # noqa: S307 (our own probe's repr)
+    assert [accepting for _, accepting in channels] == [1, 1], "the inherited sockets listen"
+    assert all(endpoint.startswith(f"ipc://{outcomes['scratch']}/ch-") for endpoint, _ in channels)
 
 
 def test_it_runs_without_privileges_in_its_own_namespaces(outcomes):
     """No capability (bounding set included), no_new_privs, seccomp on, PID 1 of its own namespace,
-    and none of the grader's variables (a gradebook URL with a password, PYTHONPATH)."""
+    a network of its own with only its loopback, and none of the grader's variables (a gradebook
+    URL with a password, PYTHONPATH); nothing reached a server of this machine."""
     got = outcomes["outcomes"]
     status = eval(got["its privileges"]["ok"])       # noqa: S307 (our own probe's repr of a dict)
     for field in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
         assert status[field].strip() == "0000000000000000", (field, status[field])
     assert status["NoNewPrivs"].strip() == "1" and status["Seccomp"].strip() == "2"
     assert eval(got["its processes"]["ok"])[0] == 1
+    assert eval(got["its network"]["ok"]) == ["lo"]
     env = eval(got["its environment"]["ok"])
     assert "ATTENTION_GRADEBOOK_URL" not in env and "PYTHONPATH" not in env
-    assert not outcomes["accepted"], "the sandboxed process reached a local server"
+    assert not outcomes["reached"], f"the sandboxed process reached a server: {outcomes['reached']}"
+
+
+def test_nothing_outside_its_scratch_changed(outcomes):
+    """The course, the course environment, the learner package and the Python installation keep
+    every byte, mode, owner, time (ctime included) and extended attribute."""
+    assert not outcomes["changed"], outcomes["changed"]
 
 
 def test_nothing_it_wrote_or_started_is_left(outcomes):
@@ -197,7 +281,7 @@ def test_nothing_it_wrote_or_started_is_left(outcomes):
 
 def test_a_fork_bomb_stops_at_the_process_limit(tmp_path):
     """Processes beyond the limit are refused; the machine keeps running."""
-    got, _, _ = probe(tmp_path, {"fork bomb": """
+    got, _, _, _ = probe(tmp_path, {"fork bomb": """
         import os, time
         children = []
         try:
@@ -227,8 +311,11 @@ def _readable_python():
 
 
 SMALL = {"read the reference": WALLS["read the reference"], "read root's home": WALLS["read root's home"],
-         "write /tmp": WALLS["write /tmp"], "open a UDP socket": WALLS["open a UDP socket"],
-         "its privileges": ALLOWED["its privileges"], "its own file": ALLOWED["its own file"]}
+         "write /tmp": WALLS["write /tmp"], "send UDP to a local server": WALLS["send UDP to a local server"],
+         "chmod on the course environment": WALLS["chmod on the course environment"],
+         "utime on the Python installation": WALLS["utime on the Python installation"],
+         "its privileges": ALLOWED["its privileges"], "its own file": ALLOWED["its own file"],
+         "its network": ALLOWED["its network"]}
 
 
 def test_the_kernel_account_is_used_where_python_is_readable(tmp_path):
@@ -238,20 +325,24 @@ def test_the_kernel_account_is_used_where_python_is_readable(tmp_path):
     account = ensure_account()
     if account is None:
         pytest.skip("grading does not run as root here: no account to switch to")
-    values = dict(course="{course}", root=ROOT, marker=MARKER, port=1, grader_pid=os.getpid(), own_port=1)
-    got, _, _ = probe(tmp_path, _filled(SMALL, **values), python=_readable_python(), account=list(account))
+    values = dict(course="{course}", root=ROOT, marker=MARKER, port=1, grader_pid=os.getpid(), **_targets())
+    got, _, _, changed = probe(tmp_path, _filled(SMALL, **values), python=_readable_python(), account=list(account),
+                               watched=[os.path.dirname(os.__file__)])
     status = eval(got["its privileges"]["ok"])
     assert status["Uid"].split()[0] == str(account[0]) and status["CapEff"].strip() == "0000000000000000"
-    assert all("error" in got[name] for name in SMALL if name not in ("its privileges", "its own file")), got
+    assert all("error" in got[name] for name in SMALL if name not in ALLOWED), got
     assert got["its own file"]["ok"] == repr("the learner's own file")
+    assert eval(got["its network"]["ok"]) == ["lo"] and not changed
 
 
 def test_without_root_a_user_namespace_gives_the_same_walls(tmp_path):
     """An instructor who is not root: the sandbox is made in a user namespace, with the same walls
     (the course files are world-readable here, so only the sandbox keeps them out)."""
     python = _readable_python()
-    values = dict(course="{course}", root=ROOT, marker=MARKER, port=1, grader_pid=os.getpid(), own_port=1)
-    got, _, _ = probe(tmp_path, _filled(SMALL, **values), python=python, user="nobody")
-    assert all("error" in got[name] for name in SMALL if name not in ("its privileges", "its own file")), got
+    values = dict(course="{course}", root=ROOT, marker=MARKER, port=1, grader_pid=os.getpid(), **_targets())
+    got, _, _, changed = probe(tmp_path, _filled(SMALL, **values), python=python, user="nobody",
+                               watched=[os.path.dirname(os.__file__)])
+    assert all("error" in got[name] for name in SMALL if name not in ALLOWED), got
+    assert eval(got["its network"]["ok"]) == ["lo"] and not changed
     status = eval(got["its privileges"]["ok"])
     assert status["CapEff"].strip() == "0000000000000000" and status["NoNewPrivs"].strip() == "1"

@@ -14,6 +14,10 @@ import datetime
 import os
 import stat
 
+class TooLarge(OSError):
+    """A regular file larger than the bytes its reader takes."""
+
+
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
@@ -78,14 +82,20 @@ def _walk(folder, skipped, on_file, on_entry=None):
             os.close(directory)
 
 
-def walk(folder, max_bytes=None):
+def walk(folder, max_bytes=None, max_files=None):
     """({relative path: bytes} of the regular files of ``folder``, [(relative path, why)] of
-    what was left out). ``max_bytes``: a file larger than this is left out too."""
+    what was left out). ``max_bytes``: a file larger than this is left out too (a number, or a
+    function of the relative path giving one); ``max_files``: files past that many are left out
+    unread."""
     files, skipped = {}, []
 
     def read(path, fd, opened):
-        if max_bytes is not None and opened.st_size > max_bytes:
-            skipped.append((path, f"larger than {max_bytes:,} bytes"))
+        if max_files is not None and len(files) >= max_files:
+            skipped.append((path, f"past the {max_files:,} files read"))
+            return
+        limit = max_bytes(path) if callable(max_bytes) else max_bytes
+        if limit is not None and opened.st_size > limit:
+            skipped.append((path, f"larger than {limit:,} bytes"))
             return
         chunks, size = [], 0
         while True:
@@ -93,8 +103,8 @@ def walk(folder, max_bytes=None):
             if not chunk:
                 break
             size += len(chunk)
-            if max_bytes is not None and size > max_bytes:
-                skipped.append((path, f"larger than {max_bytes:,} bytes"))
+            if limit is not None and size > limit:
+                skipped.append((path, f"larger than {limit:,} bytes"))
                 return
             chunks.append(chunk)
         files[path] = b"".join(chunks)
@@ -112,7 +122,8 @@ def irregular(folder):
 
 def read_regular(path, max_bytes=None):
     """The bytes of ``path`` if it is a regular file of one link reached without following a
-    link (its last component; ``OSError`` otherwise, with why in its message)."""
+    link (its last component; ``OSError`` otherwise, with why in its message; ``TooLarge`` if it
+    has more than ``max_bytes``)."""
     fd = os.open(path, _FILE)
     try:
         opened = os.fstat(fd)
@@ -123,7 +134,7 @@ def read_regular(path, max_bytes=None):
         with os.fdopen(os.dup(fd), "rb") as fh:
             data = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
         if max_bytes is not None and len(data) > max_bytes:
-            raise OSError(f"{path} is larger than {max_bytes:,} bytes")
+            raise TooLarge(f"{path} is larger than {max_bytes:,} bytes")
         return data
     finally:
         os.close(fd)

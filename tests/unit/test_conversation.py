@@ -111,8 +111,9 @@ def test_objects_that_could_run_code_never_cross():
 def conversation(spec=OUTER, completed=("inner",), g=None, limits=None):
     g = g or np.random.default_rng(3)
     cases = spec.cases(g)
-    batches, callbacks, extra = plan_calls(spec, cases, g)
-    return cases, Conversation(spec, Reference, batches, callbacks, set(completed), len(cases), extra, limits)
+    batches, callbacks, extra, measured = plan_calls(spec, cases, g)
+    return cases, Conversation(spec, Reference, batches, callbacks, set(completed), len(cases), extra, limits,
+                               measured)
 
 
 def test_calls_are_handed_out_one_case_at_a_time():
@@ -220,3 +221,39 @@ def test_what_a_learner_function_prints_or_warns_stays_in_the_kernel():
         return 2.0 * (np.asarray(x, float) + 1.0)
 
     assert run_locally(OUTER, Reference, {"outer": outer}, np.random.default_rng(2)).passed
+
+
+class _Meter:
+    """A stand-in for ``sandbox.meter``: records when it was started and what it reports."""
+
+    def __init__(self):
+        self.started, self.growths = 0, [11_000_000, 22_000_000]
+
+    def start(self):
+        self.started += 1
+
+    def growth(self):
+        return self.growths.pop(0)
+
+
+def test_each_measured_call_is_its_own_batch_and_the_grader_measures_it():
+    """Calls whose memory is measured get a batch each; the meter starts as the batch goes out and
+    its figure is the result's ``peak``; a peak the kernel reports itself is dropped."""
+    from attention_grading.spec import Call, Case, Spec
+
+    spec = Spec("measured", cases=lambda g: [Case("one", (1.0,))],
+                extra_calls=lambda g: [Call((2.0,)), Call((3.0,), memory=True), Call((4.0,), memory=True)])
+    g = np.random.default_rng(0)
+    cases = spec.cases(g)
+    batches, callbacks, extra, measured = plan_calls(spec, cases, g)
+    assert [len(b) for b in batches] == [1, 1, 1, 1] and measured == {2, 3}
+    meter = _Meter()
+    talk = Conversation(spec, Reference, batches, callbacks, set(), len(cases), extra, measured=measured, meter=meter)
+    reply = talk.reply({"op": "ready"})
+    for step in range(len(batches)):
+        started = meter.started
+        results = [{"value": kernel_probe.encode(0.0), "peak": 1} for _ in reply["calls"]]
+        reply = talk.reply({"op": "results", "results": results})
+        assert meter.started == started + (step + 1 in measured)
+    assert [r[0].get("peak") for r in talk.results] == [None, None, 11_000_000, 22_000_000]
+    assert reply == {"stop": True}

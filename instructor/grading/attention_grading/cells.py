@@ -119,11 +119,22 @@ def error_output(ename, evalue):
     return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
-def has_error(cell):
-    """Did the cell raise, or write to stderr?"""
-    return any(o.get("output_type") == "error" or
-               (o.get("output_type") == "stream" and o.get("name") == "stderr")
-               for o in cell.get("outputs", []))
+def unscored(output):
+    """A kernel's output in a form that scores nothing in nbgrader (``determine_grade`` reads a
+    graded cell's first error, stderr text or ``execute_result``): a result becomes display data,
+    an error or stderr text becomes printed text; anything else of an unknown kind is dropped."""
+    kind = output.get("output_type")
+    if kind == "execute_result":
+        return NotebookNode(output_type="display_data", data=output.get("data", {}),
+                            metadata=output.get("metadata", {}))
+    if kind == "error":
+        lines = output.get("traceback") or [f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"]
+        return NotebookNode(output_type="stream", name="stdout", text="\n".join(map(str, lines)) + "\n")
+    if kind == "stream":
+        return NotebookNode(output_type="stream", name="stdout", text=output.get("text", ""))
+    if kind == "display_data":
+        return output
+    return None
 
 
 def mentions(source, names):

@@ -8,14 +8,16 @@ It replaces nbgrader's ``Execute`` (see ``nbgrader_config.py``) and adds, per no
   the machine cannot do that, unless the instructor sets ``GuardedExecute.sandbox = False``;
 - hidden tests driven from here: a hidden test cell's visible part runs in the kernel, its hidden
   block never does; the grader sends the cases in as data and judges what comes back
-  (``hidden_tests``), so no reference, spec or expected value ever enters the kernel. The
-  verdicts go to ``resources``; ``verdicts.ApplyVerdicts`` turns them into the cell outputs that
-  nbgrader scores;
+  (``hidden_tests``), so no reference, spec or expected value ever enters the kernel;
+- a verdict for every graded code cell, decided here and never read from the cell's outputs:
+  the hidden test's, or (a graded cell without one, which no lesson has) whether the cell ran
+  without an error; a test whose visible part failed, or that did not run, fails. The verdicts go
+  to ``resources``; ``verdicts.ApplyVerdicts`` turns them into the only outputs that can score;
 - recovery from a dead kernel (``os._exit``, a segfault, the memory limit) or one that ignores
   interrupts: the cell is marked, a fresh kernel replays the earlier non-test cells, grading goes on;
-- caps on printed output and a time limit for the whole notebook.
+- caps on every kind of output (``output_caps``), on the size of any message from the kernel, and
+  a time limit for the whole notebook.
 """
-import copy
 import os
 import shutil
 import tempfile
@@ -31,11 +33,12 @@ from traitlets import Bool, Dict, Float, Integer, Unicode
 from . import sandbox
 from . import spec as spec_module
 from .case_secret import course_secret, notebook_digest
-from .cells import CellPlan, error_output, grade_id, has_error, mentions, split_hidden
+from .cells import CellPlan, error_output, grade_id, mentions, split_hidden
 from .hidden_tests import Conversation, ConversationLimits, KernelSession, StopTest, decide, plan_calls
 from .kernels import KernelSandboxError, SandboxedKernelManager, SandboxRequest
+from .output_caps import OutputBudget
 from .recovery import KernelRecovery
-from .results import CRASHED, NOT_RUN, REFUSED, TIMEOUT, Flag, NotebookNotes, Verdict
+from .results import CRASHED, NOT_RUN, RAISED, RAN, REFUSED, TIMEOUT, Flag, NotebookNotes, Verdict
 
 NOTES_KEY = "attention_grading"
 
@@ -59,6 +62,14 @@ class GuardedExecute(KernelRecovery, Execute):
                                        "time.").tag(config=True)
     max_stream_chars = Integer(100_000, help="Printed characters kept per cell.").tag(config=True)
     max_outputs = Integer(50, help="Outputs kept per cell.").tag(config=True)
+    max_cell_output_bytes = Integer(1 << 20, help="Bytes of outputs of every kind (text, pictures, HTML, "
+                                    "errors, widget state) kept per cell; later ones are dropped with a "
+                                    "note.").tag(config=True)
+    max_notebook_output_bytes = Integer(8 << 20, help="Bytes of outputs of every kind kept per notebook "
+                                        "(what the autograded notebook and its feedback can grow "
+                                        "by).").tag(config=True)
+    max_output_depth = Integer(32, help="Deepest nesting of lists and objects kept in an output (deeper "
+                               "ones are replaced by a note).").tag(config=True)
     max_restarts = Integer(12, help="Fresh kernels per notebook after crashes or hangs.").tag(config=True)
     timeout_after_hang = Integer(5, help="Seconds for ungraded cells, and for the tests of a function that "
                                  "was running when a cell timed out, once a cell has timed out.").tag(config=True)
@@ -97,6 +108,8 @@ class GuardedExecute(KernelRecovery, Execute):
     def create_kernel_manager(self):
         km = super().create_kernel_manager()
         km.fork_kernels = self.fork_kernels
+        limits = ConversationLimits(parent=self)
+        km.max_message_bytes, km.message_queue = limits.max_message_bytes, limits.message_queue
         km.sandbox_request = self._sandbox_request
         km.connection_file = os.path.join(self._scratch, "connection.json")
         return km
@@ -139,7 +152,9 @@ class GuardedExecute(KernelRecovery, Execute):
         self._notes.sandbox = self._prepare_sandbox(resources)
         self._deadline = monotonic() + self.notebook_timeout
         self._crashed, self._hung, self._restarts, self._late, self._skipped = [], [], 0, [], []
-        self._crashing, self._completed, self._printed = set(), set(), {}
+        self._crashing, self._completed, self._replies = set(), set(), {}
+        self._budget = OutputBudget(self.max_outputs, self.max_stream_chars, self.max_cell_output_bytes,
+                                    self.max_notebook_output_bytes, self.max_output_depth)
         self._hung_once = False
         self._lesson_cells = self._lesson_code(resources)
         self._drawing = self.render_figures
@@ -159,6 +174,9 @@ class GuardedExecute(KernelRecovery, Execute):
         restoring = nb.metadata.get(NOTES_KEY, {})
         notes.restored_cells = restoring.get("restored_cells", [])
         notes.missing_answer_cells = restoring.get("missing_answer_cells", [])
+        notes.restored_metadata = restoring.get("restored_metadata", [])
+        notes.flags += [vars(Flag(f"the nbgrader metadata of {name} was changed; the gradebook's was used",
+                                  grade_id=name)) for name in notes.restored_metadata]
         resources[NOTES_KEY] = notes.as_dict()
         return nb, resources
 
@@ -178,8 +196,8 @@ class GuardedExecute(KernelRecovery, Execute):
         if monotonic() > self._deadline:
             self._late.append(index)
             if index in self._plan.tests:
-                cell.outputs = [error_output("GradingTimeLimit", "not run: the notebook used up its "
-                                             f"{self.notebook_timeout} s of grading time")]
+                self._record(cell, Verdict(self._function(cell, index), False, "not run: the notebook used up "
+                                           f"its {self.notebook_timeout} s of grading time", kind=NOT_RUN))
             return cell, resources
         if self._calls_crashed_code(cell):
             cell.outputs = [NotebookNode(output_type="stream", name="stdout", text=(
@@ -188,7 +206,39 @@ class GuardedExecute(KernelRecovery, Execute):
             return cell, resources
         if index in self._plan.hidden:
             return self._hidden_test_cell(cell, resources, index)
-        return self._run_cell(cell, resources, index)
+        cell, resources = self._run_cell(cell, resources, index)
+        if index in self._plan.tests:
+            self._record(cell, self._ran_verdict(cell, index))
+        return cell, resources
+
+    def _record(self, cell, verdict):
+        self._notes.verdicts[grade_id(cell)] = verdict.as_dict()
+
+    def _function(self, cell, index):
+        return self._plan.hidden.get(index) or self._plan.owner.get(index) or grade_id(cell)
+
+    def _failed(self, index):
+        """Why the cell's run failed (the kernel died, hung, or replied with an error), or None."""
+        if index in self._crashed:
+            return "the kernel died while running it"
+        if index in self._hung:
+            return "it did not finish in the time allowed"
+        reply = self._replies.get(index)
+        if reply is None:
+            return "the kernel did not answer"
+        if reply.get("status") != "ok":
+            return self._budget.clip(f"{reply.get('ename', 'Error')}: {reply.get('evalue', '')}", 300)
+        return None
+
+    def _ran_verdict(self, cell, index):
+        """The verdict of a graded cell without a hidden test: whether it ran without an error
+        (from the kernel's execute reply: such a cell tests inside the kernel, which no lesson does)."""
+        failed = self._failed(index)
+        name = self._function(cell, index)
+        if failed is None:
+            return Verdict(name, True, "the cell ran without an error", kind=RAN)
+        kind = CRASHED if index in self._crashed else TIMEOUT if index in self._hung else RAISED
+        return Verdict(name, False, f"the cell failed: {failed}", kind=kind)
 
     # ------------------------------------------------------------------ the learner's own figures
 
@@ -250,7 +300,7 @@ class GuardedExecute(KernelRecovery, Execute):
                                                index, grade_id(cell))))
             self._crash(cell, index)
             return cell, resources
-        timed_out = any(o.get("ename") == "CellTimeoutError" for o in cell.outputs)
+        timed_out = (self._replies.get(index) or {}).get("ename") == "CellTimeoutError"
         if timed_out:
             self._hung_once = True
             self._mark_broken(cell.source, index)
@@ -269,12 +319,13 @@ class GuardedExecute(KernelRecovery, Execute):
             cell, resources = self._run_cell(cell, resources, index)
         finally:
             cell.source = original
-        if has_error(cell) or index in self._crashed or index in self._hung:
-            verdict = Verdict(name, False, "the visible part of this test cell failed", kind=NOT_RUN)
+        failed = self._failed(index)
+        if failed is not None:
+            verdict = Verdict(name, False, f"the visible part of this test cell failed: {failed}", kind=NOT_RUN)
         else:
             verdict = self._hidden_test(name, index, cell)
         self._completed.add(name)
-        self._notes.verdicts[grade_id(cell)] = verdict.as_dict()
+        self._record(cell, verdict)
         if verdict.kind == REFUSED:
             self._notes.flags.append(vars(Flag(verdict.message, index, grade_id(cell))))
         return cell, resources
@@ -283,11 +334,11 @@ class GuardedExecute(KernelRecovery, Execute):
         spec = spec_module.get(name)
         g = spec_module.case_generator(self._secret, self._submission, name)
         cases = spec.cases(g)
-        batches, callbacks, extra = plan_calls(spec, cases, g)
-        limits = ConversationLimits(parent=self)
+        batches, callbacks, extra, measured = plan_calls(spec, cases, g)
+        session = KernelSession(self.kc, self.km)
+        meter = session.meter() if measured else None
         conversation = Conversation(spec, self._reference, batches, callbacks, self._completed, len(cases),
-                                    extra, limits)
-        session = KernelSession(self.kc, self.km, limits.max_message_bytes)
+                                    extra, ConversationLimits(parent=self), measured, meter)
         started = monotonic()
         timeout = self.hidden_test_timeout or self.timeout or 30
         if name in self._crashing:      # it already hung or crashed a kernel in this notebook
@@ -315,25 +366,69 @@ class GuardedExecute(KernelRecovery, Execute):
                     self._hung_once = True
                     self._mark_broken(cell.source, index)
                 self._recover(index)
+        if meter is not None:
+            meter.close()
         verdict = decide(spec, self._reference, cases, conversation, stopped)
         verdict.seconds = monotonic() - started
         return verdict
 
+    # ------------------------------------------------------------------ what the kernel sends
+
+    async def _check_raise_for_error(self, cell, cell_index, exec_reply):
+        self._replies[cell_index] = (exec_reply or {}).get("content") or {}
+        return await super()._check_raise_for_error(cell, cell_index, exec_reply)
+
+    def on_cell_executed(self, **kwargs):
+        """nbgrader shows an error reply as an output: its fields capped like any output."""
+        content = kwargs["execute_reply"].get("content", {})
+        if content.get("status") == "error":
+            clip = self._budget.clip
+            content["ename"], content["evalue"] = clip(content.get("ename"), 200), clip(content.get("evalue"))
+            lines = content.get("traceback") if isinstance(content.get("traceback"), list) else []
+            content["traceback"] = [clip(line, 2000) for line in lines[:60]]
+        return super().on_cell_executed(**kwargs)
+
     def output(self, outs, msg, display_id, cell_index):
-        """Keep at most ``max_outputs`` outputs and ``max_stream_chars`` printed characters per cell."""
-        if msg["msg_type"] == "stream":
-            used = self._printed.get(cell_index, 0)
-            text = msg["content"].get("text", "")
-            if used >= self.max_stream_chars:
-                return None
-            self._printed[cell_index] = used + len(text)
-            if used + len(text) > self.max_stream_chars:
-                msg = copy.deepcopy(msg)
-                msg["content"]["text"] = (text[: self.max_stream_chars - used]
-                                          + "\n[... further output cut by the grader ...]\n")
-        elif len(outs) >= self.max_outputs:
+        """Keep an output only well-formed and within the caps (``output_caps``)."""
+        parent = msg["parent_header"].get("msg_id")
+        if self.output_hook_stack[parent]:       # captured by an Output widget: widget state
+            if self._budget.admit(msg, cell_index, 0) is not None:
+                self.output_hook_stack[parent][-1].output(outs, msg, display_id, cell_index)
             return None
-        return super().output(outs, msg, display_id, cell_index)
+        out = self._budget.admit(msg, cell_index, len(outs))
+        if out is None:
+            return None
+        if self.clear_before_next_output:
+            outs[:] = []
+            self.clear_display_id_mapping(cell_index)
+            self.clear_before_next_output = False
+        if display_id and out.get("output_type") in ("display_data", "execute_result"):
+            self._display_id_map.setdefault(display_id, {}).setdefault(cell_index, []).append(len(outs))
+        outs.append(out)
+        return out
+
+    def _update_display_id(self, display_id, msg):
+        """An update of earlier displays: applied only within the caps, counted once per display."""
+        shown = sum(len(v) for v in self._display_id_map.get(display_id, {}).values())
+        size = self._budget.measure(msg.get("content"))
+        if shown and (size is None or not all(self._budget.spend(i, size * len(v)) for i, v in
+                                              self._display_id_map[display_id].items())):
+            return
+        try:
+            super()._update_display_id(display_id, msg)
+        except Exception:      # a malformed update: the earlier displays stay as they were
+            return
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        """Widget messages: kept (as widget state) only within the notebook's caps."""
+        size = self._budget.measure([msg.get("content"), [len(b) for b in msg.get("buffers") or []]])
+        buffers = sum(len(b) for b in msg.get("buffers") or [])
+        if size is None or not self._budget.spend(cell_index, size + buffers):
+            return
+        try:
+            super().handle_comm_msg(outs, msg, cell_index)
+        except Exception:      # a malformed widget message: no widget state from it
+            return
 
     @staticmethod
     def _describe(nb, index):

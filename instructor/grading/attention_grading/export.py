@@ -43,12 +43,12 @@ class CourseGradesExport(ExportPlugin):
         read from the course folder when not given; ``notes``: more to say per submission."""
         from . import gradebook as books
         from .course import lesson_ids
-        from .intake import scan
+        from .intake import IntakeLimits, scan
 
         root = Path(root)
         lessons = lesson_ids(root)
         if problems is None:
-            _, problems = scan(root, lessons)
+            _, problems = scan(root, lessons, limits=IntakeLimits(parent=self))
         if results is None:
             results = books.load_results(root)
         students = {s.id: {k: getattr(s, k) for k in output.NAMES} for s in gradebook.students}

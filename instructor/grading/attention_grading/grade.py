@@ -46,7 +46,7 @@ from traitlets.config import Configurable
 from .case_secret import course_secret
 from .course import environment_tools_on_path, lesson_ids, load_config
 from .errors import CourseError, GradebookError, SelectionError
-from .intake import Problem, content_hash, scan, submission_files
+from .intake import IntakeLimits, Problem, content_hash, scan, submission_files
 from .jobs import FeedbackJob, GradingJob, run_feedback, run_job
 from .output import format_table, print_summary
 from .pool import LocalPool, run_with_second_attempt
@@ -109,6 +109,7 @@ class Course:
     db_url: str
     course_id: str
     lessons: list                  # every lesson, in course order
+    intake: IntakeLimits           # what a learner's files may be, read from the configuration
 
     def autograded(self, student, lesson):
         return self.root / "autograded" / student / lesson
@@ -173,7 +174,8 @@ def open_course(root, db_url, unsandboxed, log):
         config.GuardedExecute.sandbox = False
     if not config.GuardedExecute.get("case_secret"):      # jobs grade in scratch courses of their own
         config.GuardedExecute.case_secret = course_secret(root)
-    return Course(root, config, db_url, config.CourseDirectory.course_id, lesson_ids(root)), sandboxed
+    return Course(root, config, db_url, config.CourseDirectory.course_id, lesson_ids(root),
+                  IntakeLimits(config=config)), sandboxed
 
 
 class _Pools:
@@ -235,7 +237,7 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
     """Plan, run, store and publish (inside the course's lock)."""
     from nbgrader.api import Gradebook
 
-    units, problems = scan(course.root, course.lessons)            # the whole class, for grades.csv
+    units, problems = scan(course.root, course.lessons, limits=course.intake)    # the whole class, for grades.csv
     with Gradebook(course.db_url, course.course_id) as gb:
         roster = sorted({u.student for u in units} | {p.student for p in problems if p.student}
                         | {s.id for s in gb.students})
@@ -300,7 +302,7 @@ def _grade(run, course, chosen, force, feedback, templates, pools, log):
     jobs = []
     with Gradebook(course.db_url, course.course_id) as gb:
         for u in chosen:
-            files = submission_files(u.notebook.parent)
+            files = submission_files(u.notebook.parent, course.intake)
             digest = content_hash(files)
             if not force and books.already_graded(course.root, gb, u.student, u.lesson, digest, lesson_hash[u.lesson]):
                 continue

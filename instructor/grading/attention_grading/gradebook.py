@@ -2,8 +2,9 @@
 
 Only the process that runs ``make grade`` calls this module's writers: jobs grade against a
 template gradebook of their own (``make_template``) and hand back the autograded notebook, which
-``save_outcome`` records in the course gradebook with nbgrader's own ``SaveAutoGrades`` and
-``AssignLatePenalties``, exactly as ``nbgrader autograde`` would.
+``save_outcome`` records in the course gradebook with the same steps as ``nbgrader autograde``
+(``verdicts.SaveVerdicts``, nbgrader's ``SaveAutoGrades`` scored by the grader's verdicts, and
+nbgrader's ``AssignLatePenalties``).
 """
 import logging
 import shutil
@@ -125,14 +126,18 @@ def stored_test_mismatches(root, db_url, course_id, lessons):
 
 def save_outcome(root, db_url, course_id, outcome, config, prior=None, answered=None):
     """Write a graded submission into the course: ``autograded/<student>/<lesson>/`` (the job's
-    files and ``grading-result.json``) and the gradebook: nbgrader's ``SaveAutoGrades`` and
-    ``AssignLatePenalties``, built with the course's configuration (its ``LateSubmissionPlugin``),
-    on the autograded notebook, as ``nbgrader autograde`` does; then the manual grades of written
-    answers whose text is the one graded before (``answered``) are kept as they were (``prior``:
-    the submission's ``standing.Standing`` before this grading). Returns its standing now."""
+    files and ``grading-result.json``) and the gradebook: the grader's verdicts (``SaveVerdicts``,
+    never what the kernel printed) and nbgrader's ``AssignLatePenalties``, built with the course's
+    configuration (its ``LateSubmissionPlugin``), on the autograded notebook, as ``nbgrader
+    autograde`` does; then the manual grades of written answers whose text is the one graded before
+    (``answered``) are kept as they were (``prior``: the submission's ``standing.Standing`` before
+    this grading). Returns its standing now."""
     import nbformat
     from nbgrader.api import Gradebook
-    from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
+    from nbgrader.preprocessors import AssignLatePenalties
+
+    from .execute import NOTES_KEY
+    from .verdicts import SaveVerdicts
 
     result = outcome.result
     folder = Path(root) / "autograded" / result.student / result.lesson
@@ -151,8 +156,8 @@ def save_outcome(root, db_url, course_id, outcome, config, prior=None, answered=
         gb.update_or_create_submission(result.lesson, result.student, **kwargs)
     nb = nbformat.read(folder / f"{result.lesson}.ipynb", as_version=4)
     resources = {"nbgrader": {"notebook": result.lesson, "assignment": result.lesson,
-                              "student": result.student, "db_url": db_url}}
-    for step in (SaveAutoGrades(config=config), AssignLatePenalties(config=config)):
+                              "student": result.student, "db_url": db_url}, NOTES_KEY: result.notes}
+    for step in (SaveVerdicts(config=config), AssignLatePenalties(config=config)):
         step.log.setLevel(logging.WARNING)
         nb, resources = step.preprocess(nb, resources)
     with Gradebook(db_url, course_id) as gb:

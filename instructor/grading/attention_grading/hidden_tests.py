@@ -35,15 +35,20 @@ PROBE_CODE = (f"exec(compile({PROBE_SOURCE + chr(10) + 'main()' + chr(10)!r}, '<
 
 class ConversationLimits(Configurable):
     """How much a kernel may ask of the grader during one hidden test (``c.ConversationLimits.<name>``):
-    the stand-ins and callbacks the grader computes on a kernel's behalf, and the size of any
-    message, so that no submission can make the grader compute or hold something huge."""
+    the stand-ins and callbacks the grader computes on a kernel's behalf, and the size and number
+    of the messages it may send, so that no submission can make the grader compute or hold
+    something huge."""
 
     max_requests = Int(20_000, help="Stand-in and callback calls the grader answers in one hidden test.").tag(config=True)
     max_elements = Int(1 << 16, help="Numbers in the inputs of one stand-in or callback call.").tag(config=True)
     max_axis = Int(512, help="Length of any axis of those inputs.").tag(config=True)
     max_integer = Int(4096, help="Largest integer argument of such a call (a length T, say).").tag(config=True)
-    max_message_bytes = Int(256 << 20, help="Largest message a kernel may send the grader, in bytes (the "
-                            "grader's memory per notebook).").tag(config=True)
+    max_message_bytes = Int(4 << 20, help="Largest part of a message a kernel may send the grader, on any "
+                            "channel, in bytes (the hidden tests' largest is about 0.6 MB); a larger one breaks "
+                            "the protocol and the kernel is replaced. With message_queue, what a kernel can make "
+                            "the grader hold.").tag(config=True)
+    message_queue = Int(16, help="Messages from a kernel queued unread per channel; past that, output "
+                        "messages are dropped.").tag(config=True)
 
 
 class StopTest(Exception):
@@ -69,24 +74,33 @@ def wire_argument(value, callbacks):
     return kernel_probe.encode(value)
 
 
-def wire_call(target, args, kwargs, callbacks, memory=False, record_warnings=False):
+def wire_call(target, args, kwargs, callbacks, record_warnings=False):
     return {"target": wire_argument(target, callbacks),
             "args": [wire_argument(a, callbacks) for a in args],
             "kwargs": {k: wire_argument(v, callbacks) for k, v in kwargs.items()},
-            "options": {"memory": memory, "warnings": record_warnings}}
+            "options": {"warnings": record_warnings}}
 
 
 def plan_calls(spec, cases, g):
-    """(batches of wire calls, callbacks, extra calls): one batch per case, then one of the extra
-    calls (drawn from ``g``, the generator the cases came from)."""
+    """(batches of wire calls, callbacks, extra calls, the batches whose memory the grader
+    measures): one batch per case, then one of the extra calls (drawn from ``g``, the generator
+    the cases came from), except that each call whose memory is measured is a batch of its own."""
     callbacks = {}
     batches = [[wire_call(spec.target, case.args, case.kwargs, callbacks,
                           record_warnings=spec.warnings_fail is not None)] for case in cases]
     extra = [c for c in (spec.extra_calls(g) if spec.extra_calls else []) if isinstance(c, Call)]
-    if extra:
-        batches.append([wire_call(c.target or spec.target, c.args, c.kwargs, callbacks,
-                                  memory=c.memory, record_warnings=c.warnings) for c in extra])
-    return batches, callbacks, extra
+    extra = [c for c in extra if not c.memory] + [c for c in extra if c.memory]
+    measured = set()
+    for call in extra:
+        wired = wire_call(call.target or spec.target, call.args, call.kwargs, callbacks, record_warnings=call.warnings)
+        if call.memory:
+            measured.add(len(batches))
+            batches.append([wired])
+        elif len(batches) > len(cases):
+            batches[-1].append(wired)
+        else:
+            batches.append([wired])
+    return batches, callbacks, extra, measured
 
 
 # ------------------------------------------------------------------ the grader's answers
@@ -117,15 +131,21 @@ def _too_big(values, limits):
 
 
 class Conversation:
-    """The grader's side of one hidden test (see the module docstring)."""
+    """The grader's side of one hidden test (see the module docstring).
+
+    ``measured``: the batches whose memory the grader measures with ``meter``
+    (``sandbox.meter``): it resets the peak as it hands such a batch out and reads the growth when
+    the results come back, so each of those results' ``peak`` is the grader's figure; a kernel
+    cannot report one."""
 
     def __init__(self, spec, reference, batches, callbacks, completed, cases_batches=None, extra=(),
-                 limits=None):
+                 limits=None, measured=(), meter=None):
         self.spec, self.reference = spec, reference
         self.limits = limits or ConversationLimits()
         self.batches, self.callbacks, self.extra = batches, callbacks, list(extra)
         self.cases_batches = cases_batches if cases_batches is not None else len(batches)
         self.completed = set(completed)
+        self.measured, self.meter = set(measured), meter
         self.results, self.next_batch, self.requests = [], 0, 0
         self.started = self.finished = False
 
@@ -141,8 +161,14 @@ class Conversation:
                     "globals_of": list(self.spec.learner_functions), **self._next()}
         if op == "results" and self.started and self.next_batch > len(self.results):
             results = message.get("results")
-            if not isinstance(results, list) or len(results) != len(self.batches[len(self.results)]):
+            if not isinstance(results, list) or len(results) != len(self.batches[len(self.results)]) \
+                    or not all(isinstance(r, dict) for r in results):
                 raise StopTest(REFUSED, self.calls_done, "the kernel sent results that do not match the calls")
+            peak = self._measured_growth(len(self.results))
+            for result in results:
+                result.pop("peak", None)          # only the grader measures
+                if len(self.results) in self.measured:
+                    result["peak"] = peak
             self.results.append(results)
             return self._next()
         if op in ("substitute", "callback") and self.started:
@@ -152,9 +178,19 @@ class Conversation:
     def _next(self):
         if self.next_batch < len(self.batches):
             self.next_batch += 1
+            if self.next_batch - 1 in self.measured and self.meter is not None:
+                self.meter.start()       # the last thing before the batch goes out
             return {"calls": self.batches[self.next_batch - 1]}
         self.finished = True
         return {"stop": True}
+
+    def _measured_growth(self, batch):
+        if batch not in self.measured or self.meter is None:
+            return None
+        try:
+            return self.meter.growth()
+        except OSError:              # the sandbox is gone
+            return None
 
     def _answer(self, op, message):
         key = message.get("key")
@@ -193,10 +229,14 @@ class Conversation:
 class KernelSession:
     """Run ``kernel_probe`` in a live kernel (one execute request) and serve its stdin requests."""
 
-    def __init__(self, kernel_client, kernel_manager, max_message_bytes):
+    def __init__(self, kernel_client, kernel_manager):
         self.kc, self.km = kernel_client, kernel_manager
-        for channel in (self.kc.stdin_channel, self.kc.shell_channel, self.kc.iopub_channel):
-            channel.socket.setsockopt(zmq.MAXMSGSIZE, max_message_bytes)
+
+    def meter(self):
+        """The memory meter of the kernel's sandbox (``sandbox.meter``)."""
+        from .sandbox.meter import meter_for
+
+        return meter_for(self.km.kernel_pid())
 
     async def run(self, conversation, timeout, until=None, measurement_factor=4.0):
         """Serve until the probe's execute reply arrives; StopTest on a timeout or a dead kernel.
@@ -284,11 +324,15 @@ async def _alive(km):
 
 def run_locally(spec, reference, namespace, g, completed=()):
     """The hidden test in this process: the learner's functions are looked up in ``namespace``;
-    the cases are drawn from the generator ``g``."""
+    the cases are drawn from the generator ``g``; memory is this process's."""
+    import os
+
+    from .sandbox.meter import ProcessMeter
+
     cases = spec.cases(g)
-    batches, callbacks, extra = plan_calls(spec, cases, g)
+    batches, callbacks, extra, measured = plan_calls(spec, cases, g)
     conversation = Conversation(spec, reference, batches, callbacks, completed or spec.substitutes, len(cases),
-                                extra)
+                                extra, measured=measured, meter=ProcessMeter(os.getpid()))
     kernel_probe.serve(namespace, conversation.reply)
     return decide(spec, reference, cases, conversation)
 

@@ -4,7 +4,8 @@ The grader sends this file's text into the kernel for each hidden test (nothing 
 the grading package there, which the kernel cannot even read). It asks the grader, over the
 kernel's own stdin channel, for calls to make: which learner function (or learner-package
 function) to call on which inputs. It returns each call's output, whether the call changed its
-inputs, and the warnings or memory the grader asked it to watch. Earlier graded functions that the
+inputs, and the warnings the grader asked it to watch (memory is measured by the grader, outside
+the kernel: ``sandbox.meter``). Earlier graded functions that the
 tested one may call are replaced, for the duration, by stand-ins that ask the grader too (the
 grader computes them outside and decides whether to answer). Nothing here knows a case, a seed,
 an expected value or the reference: a kernel that tampers with this code can only misreport its
@@ -196,8 +197,8 @@ def _resolver(namespace, ask):
 
 
 def _call(call, namespace, ask):
-    """Make one call; report its output (or exception), whether it changed its inputs, and the
-    warnings, peak memory and time the grader asked for."""
+    """Make one call; report its output (or exception), whether it changed its inputs, the
+    warnings the grader asked for, and its time."""
     out = {}
     resolve = _resolver(namespace, ask)
     try:
@@ -207,15 +208,6 @@ def _call(call, namespace, ask):
     args = [decode(a, resolve) for a in call.get("args", [])]
     kwargs = {k: decode(v, resolve) for k, v in call.get("kwargs", {}).items()}
     options = call.get("options", {})
-    tracing = options.get("memory")
-    if tracing:
-        import tracemalloc
-
-        was_tracing = tracemalloc.is_tracing()
-        if not was_tracing:
-            tracemalloc.start()
-        base = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
     saved = sys.stdout, sys.stderr
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught, \
@@ -232,13 +224,6 @@ def _call(call, namespace, ask):
         finally:
             sys.stdout, sys.stderr = saved
     out["seconds"] = time.perf_counter() - started
-    if tracing:          # measured before the output is encoded (that copies it)
-        if tracemalloc.is_tracing():
-            out["peak"] = int(tracemalloc.get_traced_memory()[1] - base)
-            if not was_tracing:
-                tracemalloc.stop()
-        else:
-            out["peak"] = None            # the function stopped tracemalloc itself
     if "raised" not in out:
         out["value"] = encode(value)
     if options.get("warnings"):

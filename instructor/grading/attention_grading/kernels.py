@@ -9,6 +9,11 @@ enters its sandbox and then starts ipykernel as usual. Interrupts, kills, restar
 detection work as with a cold kernel (see ``zygote_client.ForkedProcess``). With
 ``GuardedExecute.fork_kernels = False``, or when the zygote cannot serve, kernels start cold
 through ``sandbox/launch.py``, in the same sandbox.
+
+A kernel's channels use jupyter_client's ``ipc`` transport: UNIX sockets beside its connection
+file, in the grader's scratch folder, which the sandbox's waiter binds before the kernel starts
+and hands to it (``sandbox.channels``); the kernel has no network at all. Nobody else can take or
+reach those paths, so a kernel always starts on the first try.
 """
 import os
 import shutil
@@ -20,11 +25,11 @@ from pathlib import Path
 
 from queue import Empty
 
+import zmq
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.connect import port_names
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
-from jupyter_client.provisioning.local_provisioner import LocalPortCache
 from jupyter_core.utils import ensure_async
 from traitlets import default
 
@@ -33,16 +38,13 @@ from .paths import INSTRUCTOR_DIR
 from .sandbox import support
 from .sandbox.account import kernel_account
 from .sandbox.limits import Limits
-from .zygote_client import BLAS_THREADS, ForkedProcess, zygote_for
+from .zygote_client import BLAS_THREADS, KERNEL_MALLOC, ForkedProcess, zygote_for
 
 # Files of the grader's that may sit in a submission folder: never copied into a kernel's.
 GRADER_FILES = ("grading-notes.json", "grading-result.json")
 
 LAUNCH_SCRIPT = Path(__file__).parent / "sandbox" / "launch.py"
-# jupyter_client picks a kernel's ports by binding and releasing them; until the kernel binds them
-# again, any process on the machine may take one (jupyter/jupyter_client#154). A kernel that could
-# not bind is started again on fresh ports, at most this many times in all.
-BIND_ATTEMPTS = 4
+CHANNELS = "ch"        # the channels' socket paths: <folder of the connection file>/ch-<n>
 
 
 class SandboxRequest:
@@ -74,20 +76,22 @@ class SandboxRequest:
         limits = Limits(**{**Limits().as_dict(), **(limit_overrides or {})})
         return cls(scratch, seed, [course_root, str(INSTRUCTOR_DIR), folder], limits, account)
 
-    def policy(self, ports, requested_env, connection_file):
+    def policy(self, channels, requested_env, connection_file):
         root = os.path.join(self.scratch, "sandbox")
         env = sandbox.kernel_environment(requested_env, root)
         env.update({k: "1" for k in BLAS_THREADS})
+        env.update(KERNEL_MALLOC)
         env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-        return sandbox.make(self.scratch, ports, env, seed=self.seed, readable=[connection_file],
+        return sandbox.make(self.scratch, channels, env, seed=self.seed, readable=[connection_file],
                             protected=self.protected, account=self.account, limits=self.limits)
 
     def describe(self):
         """How these kernels are confined, in one line (for grading notes and the report)."""
         who = (f"uid {self.account[0]} (account {sandbox.account.ACCOUNT})" if self.account
                else "uid 0 without capabilities")
-        return (f"sandboxed: {who}, no_new_privs, Landlock (files, TCP, signals), seccomp, PID/mount/IPC "
-                f"namespaces, rlimits, {sandbox.limits.cgroup_summary()}")
+        return (f"sandboxed: {who}, no_new_privs, Landlock (files, TCP, signals), seccomp (no sockets), "
+                f"PID/mount/IPC/network namespaces, every mount read-only but its scratch tmpfs, rlimits, "
+                f"{sandbox.limits.cgroup_summary()}")
 
 
 class SandboxedProvisioner(LocalProvisioner):
@@ -107,7 +111,7 @@ class SandboxedProvisioner(LocalProvisioner):
                 self.log.warning("no kernel zygote (%s): starting the kernel cold", exc)
         if zygote is not None:
             try:
-                return await self._fork(zygote, cmd, env, kwargs, policy, request)
+                return await self._fork(zygote, cmd, env, kwargs, policy)
             except KernelSandboxError:
                 raise
             except Exception as exc:
@@ -123,41 +127,18 @@ class SandboxedProvisioner(LocalProvisioner):
     def _policy(self, request, env):
         if request is None:
             return None
-        return request.policy(self._ports(), env, self.parent.connection_file)
+        return request.policy(self.parent.channel_paths(), env, self.parent.connection_file)
 
-    def _ports(self):
-        km = self.parent
-        return [getattr(km, name) for name in port_names if getattr(km, name, 0)]
-
-    async def _fork(self, zygote, cmd, env, kwargs, policy, request):
+    async def _fork(self, zygote, cmd, env, kwargs, policy):
         cwd = kwargs.get("cwd") or os.getcwd()
-        argv = list(cmd[3:])
-        for attempt in range(1, BIND_ATTEMPTS + 1):
-            pid, status = zygote.spawn(argv, policy.env if policy else env, cwd, policy)
-            if status.startswith("error"):
-                raise KernelSandboxError(status.removeprefix("error: "))
-            if status == "ready" or attempt == BIND_ATTEMPTS or self.parent.transport != "tcp":
-                break
-            self.log.warning("the kernel could not bind its ports (attempt %d of %d): "
-                             "starting it again on fresh ports", attempt, BIND_ATTEMPTS)
-            self._fresh_ports(env)
-            if request is not None:
-                policy = self._policy(request, env)
+        pid, status = zygote.spawn(list(cmd[3:]), policy.env if policy else env, cwd, policy)
+        if status.startswith("error"):
+            raise KernelSandboxError(status.removeprefix("error: "))
         self.process = ForkedProcess(pid)
         self.pid = pid
         self.pgid = pid  # the child calls setsid(); until it has, signals fall back to the pid
         self.cwd = cwd
         return self.connection_info
-
-    def _fresh_ports(self, env):
-        """New ports in the connection file (which the next kernel reads); the old ones are
-        not handed back to the port cache, since someone else holds at least one of them."""
-        km, cache = self.parent, LocalPortCache.instance()
-        for name in port_names:
-            setattr(km, name, cache.find_available_port(km.ip))
-        km._connection_file_written = False
-        km.write_connection_file(jupyter_session=env.get("JPY_SESSION_NAME", ""))
-        self.connection_info = km.get_connection_info()
 
 
 class KernelSandboxError(RuntimeError):
@@ -209,14 +190,37 @@ class QuickReadyClient(AsyncKernelClient):
 
 class SandboxedKernelManager(AsyncKernelManager):
     """An ``AsyncKernelManager`` whose kernels are sandboxed (``sandbox_request``), forked from a
-    zygote unless ``fork_kernels`` is False, and whose clients are ``QuickReadyClient``."""
+    zygote unless ``fork_kernels`` is False, whose channels are UNIX sockets beside its
+    connection file (the ``ipc`` transport; the sandbox allows no other), and whose clients are
+    ``QuickReadyClient``. Every socket it and its clients open to the kernel refuses a message part
+    larger than ``max_message_bytes`` and queues at most ``message_queue`` unread messages, so
+    that what a kernel sends cannot take the grader's memory."""
 
     sandbox_request = None   # set by GuardedExecute before the kernel starts
     fork_kernels = True
+    max_message_bytes = 4 << 20       # GuardedExecute passes ConversationLimits' settings
+    message_queue = 16
 
     @default("client_factory")
     def _quick_ready_client(self):
         return QuickReadyClient
+
+    @default("transport")
+    def _ipc(self):
+        return "ipc"
+
+    def kernel_pid(self):
+        """The kernel's own pid (a cold sandboxed kernel's launcher waits outside it, as its parent)."""
+        process = self.provisioner.process
+        if isinstance(process, ForkedProcess) or self.sandbox_request is None:
+            return process.pid
+        with open(f"/proc/{process.pid}/task/{process.pid}/children") as fh:
+            children = fh.read().split()
+        return int(children[0]) if children else process.pid
+
+    def channel_paths(self):
+        """The socket path of each of the kernel's five channels (the ``ipc`` transport)."""
+        return [f"{self.ip}-{getattr(self, name)}" for name in port_names]
 
     async def _async_finish_shutdown(self, waittime=None, pollinterval=0.01, restart=False):
         # A kernel leaves within milliseconds of its shutdown reply; polling every 0.1 s (the
@@ -224,6 +228,12 @@ class SandboxedKernelManager(AsyncKernelManager):
         return await super()._async_finish_shutdown(waittime, pollinterval, restart)
 
     async def _async_pre_start_kernel(self, **kw):
+        if not self.connection_file:
+            self.connection_file = os.path.join(tempfile.mkdtemp(prefix="attention-kernel-"), "connection.json")
+        if self.transport == "ipc":      # the channels' sockets beside the connection file
+            self.ip = os.path.join(os.path.dirname(os.path.abspath(self.connection_file)), CHANNELS)
+        for option, value in ((zmq.MAXMSGSIZE, self.max_message_bytes), (zmq.RCVHWM, self.message_queue)):
+            self.context.setsockopt(option, value)     # default of every socket made from now on
         self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
         if self.provisioner is None:
             self.provisioner = SandboxedProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec,

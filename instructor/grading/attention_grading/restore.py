@@ -1,19 +1,49 @@
-"""Sanitize step for ``nbgrader autograde``: put back every test and locked cell a learner removed.
+"""Sanitize steps for ``nbgrader autograde``: a graded cell is what the gradebook says it is.
 
-nbgrader's own ``add_missing_cells`` re-inserts a missing grade cell after the *previous source
-cell*, and fails when that one is missing too (deleting a visible check together with its hidden
-test is enough). Here each missing test, written-answer or locked cell goes back after the nearest
-earlier cell that is still there, as runnable code. A deleted solution cell is not restored (its
-stored source is the instructor's); it is reported instead, and its tests fail with a NameError.
+A learner can change any cell's nbgrader metadata (its points, its grade, solution or locked flag,
+its ``grade_id``, its checksum, its type) or delete cells. None of that may change a point or make
+the submission ungradable:
+
+- ``DropUnreadableMetadata`` (first, before nbgrader's ``DeduplicateIds``) drops nbgrader metadata
+  that nbgrader's own steps cannot read (not an object, no ``grade_id`` string);
+- ``RestoreCells`` gives every cell whose ``grade_id`` the gradebook knows exactly the gradebook's
+  metadata (flags, points, checksum, type; the source too when it is locked), and drops the
+  nbgrader metadata of any other cell (a learner's own "graded" cell grades nothing). Then it puts
+  back every test and locked cell a learner removed: nbgrader's own ``add_missing_cells``
+  re-inserts a missing grade cell after the *previous source cell*, and fails when that one is
+  missing too (deleting a visible check together with its hidden test is enough); here each goes
+  back after the nearest earlier cell that is still there, as runnable code. A deleted solution
+  cell is not restored (its stored source is the instructor's); it is reported instead, and its
+  tests fail with a NameError.
+
 What was restored is recorded in the notebook's metadata for ``grading-notes.json``.
 """
 import nbformat
 from nbgrader import utils
-from nbgrader.preprocessors import OverwriteCells
+from nbgrader.api import MissingEntry
+from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
+
+SCHEMA_VERSION = 3
+
+
+class DropUnreadableMetadata(NbGraderPreprocessor):
+    """Drop nbgrader metadata that is not an object with a ``grade_id`` string (nbgrader's steps
+    would fail on it, and the gradebook cannot know such a cell)."""
+
+    def preprocess_cell(self, cell, resources, index):
+        meta = cell.get("metadata")
+        if not isinstance(meta, dict):
+            cell["metadata"] = NotebookNode()
+        elif "nbgrader" in meta and not (isinstance(meta["nbgrader"], dict)
+                                         and isinstance(meta["nbgrader"].get("grade_id"), str)):
+            self.log.warning("Dropped unreadable nbgrader metadata of cell %d", index)
+            del meta["nbgrader"]
+        return cell, resources
 
 
 class RestoreCells(OverwriteCells):
-    """OverwriteCells, with missing cells restored in place and deleted answers reported."""
+    """OverwriteCells, with every known cell's metadata the gradebook's, missing cells restored
+    in place and deleted answers reported."""
 
     def preprocess(self, nb, resources):
         # A duplicated cell keeps nbgrader metadata without a grade_id (DeduplicateIds removed
@@ -21,7 +51,47 @@ class RestoreCells(OverwriteCells):
         for cell in nb.cells:
             if "nbgrader" in cell.metadata and "grade_id" not in cell.metadata["nbgrader"]:
                 del cell.metadata["nbgrader"]
-        return super().preprocess(nb, resources)
+        self._changed, self._known = [], None
+        nb, resources = super().preprocess(nb, resources)
+        nb.metadata.setdefault("attention_grading", {})["restored_metadata"] = self._changed
+        return nb, resources
+
+    def preprocess_cell(self, cell, resources, index):
+        name = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if name is None:
+            return cell, resources
+        try:
+            trusted = self._trusted_metadata(name)
+        except MissingEntry:
+            self.log.warning("Cell %s is not in the gradebook: its nbgrader metadata is dropped", name)
+            del cell.metadata["nbgrader"]
+            return cell, resources
+        changed = sorted(k for k in set(trusted) | set(cell.metadata["nbgrader"])
+                         if k != "checksum" and cell.metadata["nbgrader"].get(k) != trusted.get(k))
+        if changed:
+            self.log.warning("The nbgrader metadata of cell %s was changed (%s): the gradebook's is used",
+                             name, ", ".join(changed))
+            self._changed.append(name)
+        cell.metadata["nbgrader"] = trusted
+        return super().preprocess_cell(cell, resources, index)     # type, locked source, checksum
+
+    def _trusted_metadata(self, name):
+        """The cell's nbgrader metadata as the gradebook knows it (``MissingEntry`` if it does not)."""
+        if getattr(self, "_known", None) is None:        # the gradebook's cells, read once per notebook
+            notebook = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
+            self._known = ({c.name: (bool(c.locked), c.checksum, c.cell_type) for c in notebook.source_cells},
+                           {c.name: float(c.max_score) for c in [*notebook.grade_cells, *notebook.task_cells]},
+                           {c.name for c in notebook.task_cells}, {c.name for c in notebook.solution_cells},
+                           {c.name for c in notebook.grade_cells})
+        sources, points, tasks, solutions, graded = self._known
+        if name not in sources:
+            raise MissingEntry()
+        locked, checksum, cell_type = sources[name]
+        meta = {"grade": name in graded, "grade_id": name, "locked": locked, "schema_version": SCHEMA_VERSION,
+                "solution": name in solutions, "task": name in tasks, "checksum": checksum, "cell_type": cell_type}
+        if name in points:
+            meta["points"] = points[name]
+        return meta
 
     def add_missing_grade_cells(self, nb, resources):
         source_nb = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)

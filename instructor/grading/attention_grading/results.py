@@ -22,6 +22,7 @@ TIMEOUT = "timeout"        # the grader's time for the test ran out
 CRASHED = "crashed"        # the kernel died during the test
 NOT_RUN = "not_run"        # the test could not start (the visible part of its cell failed, ...)
 REFUSED = "refused"        # the kernel broke the grading protocol
+RAN = "ran"                # a graded cell without a hidden test ran without an error (the kernel's word)
 
 # Check statuses
 CHECK_PASSED, CHECK_FAILED, CHECK_AWAITING = "passed", "failed", "awaiting manual grading"
@@ -76,6 +77,7 @@ class NotebookNotes:
     not_run_cells: list = field(default_factory=list)
     skipped_cells: list = field(default_factory=list)
     restored_cells: list = field(default_factory=list)
+    restored_metadata: list = field(default_factory=list)   # grade_ids whose nbgrader metadata was changed
     missing_answer_cells: list = field(default_factory=list)
     kernel_restarts: int = 0
     sandbox: Optional[str] = None                      # how kernels were confined, or None

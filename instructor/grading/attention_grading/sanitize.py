@@ -208,17 +208,16 @@ class SanitizeLearnerHTML(NbGraderPreprocessor):
                 if not data:
                     continue
                 for key in list(data):
-                    if key.startswith("image/") and key != "image/svg+xml" and not _is_base64(data[key]):
-                        del data[key]          # an image is base64, or it is not an image
-                        continue
-                    if key in SAFE_OUTPUT_TYPES:
-                        continue
-                    if key in CLEANED_OUTPUT_TYPES:      # printed by learner code: always cleaned
-                        text = "".join(data[key]) if isinstance(data[key], list) else data[key]
-                        del data[key]
+                    value = data.pop(key)
+                    if key.startswith("image/") and key != "image/svg+xml":
+                        if _is_base64(value):          # an image is base64, or it is not an image
+                            data[key] = value
+                    elif key in SAFE_OUTPUT_TYPES:
+                        data[key] = value
+                    elif key in CLEANED_OUTPUT_TYPES and isinstance(value, (str, list)):
+                        text = "".join(map(str, value)) if isinstance(value, list) else value
+                        # printed by learner code: always cleaned
                         data["text/html"] = clean(markdown2html(text) if key == "text/markdown" else text)
-                    else:
-                        del data[key]
         elif cell.cell_type in ("markdown", "raw") and not course_text(cell):
             cell.source = clean(rendered(cell.source) if cell.cell_type == "markdown" else cell.source)
             cell.pop("attachments", None)         # rendered as data: URLs; never the learner's to add

@@ -21,10 +21,11 @@ def configurables():
     from .formgrader_csp import FormgraderCSP
     from .grade import GradingRun
     from .hidden_tests import ConversationLimits
+    from .intake import IntakeLimits
     from .safekeeping import GradebookBackup
 
-    return [GradingRun, GradebookBackup, GuardedExecute, ConversationLimits, DaskCluster, ClusterTLS,
-            FigureOutputs, CourseGradesExport, FormgraderCSP]
+    return [GradingRun, GradebookBackup, IntakeLimits, GuardedExecute, ConversationLimits, DaskCluster,
+            ClusterTLS, FigureOutputs, CourseGradesExport, FormgraderCSP]
 
 
 def sandbox_limits(config):

@@ -50,7 +50,7 @@ class Call:
     args: tuple
     kwargs: dict = field(default_factory=dict)
     target: Any = None           # default: the spec's target
-    memory: bool = False         # measure the peak memory it allocates (tracemalloc)
+    memory: bool = False         # the grader measures the memory the sandbox takes during it (a batch of its own)
     warnings: bool = False       # record the RuntimeWarnings it raises
     note: Any = None             # what judge_extra needs besides the call (stays in the grader)
 

@@ -8,7 +8,7 @@ leaving this machine. Its ``digest`` is what a feedback page was made from: when
 standing of a submission no longer has that digest, the page is stale.
 
 ``keep_confirmed_answers`` and ``reassess_late_penalties`` are the two writes the course makes on
-top of nbgrader's own ``SaveAutoGrades`` and ``AssignLatePenalties``.
+top of the grader's ``SaveVerdicts`` (nbgrader's ``SaveAutoGrades`` scored by verdicts) and ``AssignLatePenalties``.
 """
 import hashlib
 import json

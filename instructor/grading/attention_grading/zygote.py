@@ -2,11 +2,11 @@
 
 Started by ``zygote_client.Zygote`` as ``python zygote.py <fd>``. Each request (one JSON line on the
 socket ``fd``) names a kernel's arguments, environment and working directory, and the sandbox
-policy it must run under. The zygote forks the kernel into its sandbox (``sandbox.spawn``: PID 1
-of fresh namespaces, limits, no privileges, Landlock, seccomp), where the child becomes
-``python -m ipykernel_launcher <arguments>``; the zygote answers with the kernel's pid and
-whether it bound its sockets. A real ipykernel runs in every child: only the imports are
-shared, copy-on-write.
+policy it must run under. The zygote forks the kernel into its sandbox (``sandbox.spawn``: its
+channel sockets bound by the waiter, PID 1 of fresh namespaces, limits, no privileges, Landlock,
+seccomp), where the child becomes ``python -m ipykernel_launcher <arguments>`` on the inherited
+sockets (``sandbox.channels``); the zygote answers with the kernel's pid and whether it started.
+A real ipykernel runs in every child: only the imports are shared, copy-on-write.
 
 Imported before the first fork: the standard library, ipykernel, the scientific stack and the
 sandbox code; nothing of the course, the reference or the hidden tests.
@@ -49,10 +49,11 @@ def preload():
         sys.modules["matplotlib.font_manager"].fontManager  # noqa: B018  (builds the font list once)
 
 
-def become_kernel(request, status_fd):
+def become_kernel(request, report, sockets=None):
     """In the forked child (already in its sandbox, or set up by ``plain_child``): become
-    ``python -m ipykernel_launcher`` as the request says; ``ready`` goes on ``status_fd`` once the
-    kernel has bound its sockets, so that the grader connects to listening ports."""
+    ``python -m ipykernel_launcher`` as the request says, on the inherited channel ``sockets``
+    (``{endpoint: fd}``; none without a sandbox: it binds its own); ``report`` says ``ready``
+    once the kernel is initialised."""
     try:
         os.setsid()  # its own process group: the grader interrupts and kills it as a group
         for signum in (signal.SIGCHLD, signal.SIGHUP):
@@ -63,20 +64,23 @@ def become_kernel(request, status_fd):
         if sys.path and sys.path[0] == _STARTUP_PATH0:
             del sys.path[0]  # as ipykernel_launcher does; the kernel adds its own directory back
         sys.path[:] = [p for p in sys.path if p != _GRADING_DIR]
-        for name in [m for m in sys.modules if m.startswith(("attention_grading", "__zygote"))]:
-            del sys.modules[name]
         _forget_cached_folders()
         import ipykernel_launcher
 
         sys.argv = [ipykernel_launcher.__file__, *request["argv"]]
         if "numpy" in sys.modules:  # a fresh process seeds numpy's global generator from the OS
             sys.modules["numpy"].random.seed()
+        if sockets:
+            from attention_grading.sandbox.channels import use_inherited
+
+            use_inherited(sockets)
+        for name in [m for m in sys.modules if m.startswith(("attention_grading", "__zygote"))]:
+            del sys.modules[name]
         from ipykernel.kernelapp import IPKernelApp
 
         app = IPKernelApp.instance()       # what launch_new_instance does, with a signal between
         app.initialize(request["argv"])
-        os.write(status_fd, b"ready\n")
-        os.close(status_fd)
+        report.ready()
         app.start()
         code = 0
     except SystemExit as exc:
@@ -102,9 +106,8 @@ def _forget_cached_folders():
         getattr(getattr(matplotlib, name, None), "cache_clear", lambda: None)()
 
 
-def plain_child(request, channel, status_w):
+def plain_child(request, report):
     """Without a sandbox (the instructor turned it off): a forked kernel as before."""
-    os.close(channel.detach())
     prctl_pdeathsig()
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -112,7 +115,7 @@ def plain_child(request, channel, status_w):
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    become_kernel(request, status_w)
+    become_kernel(request, report)
 
 
 def prctl_pdeathsig():
@@ -123,20 +126,15 @@ def prctl_pdeathsig():
 
 def spawn(request, channel):
     """Fork one kernel for ``request``; (pid, status line)."""
+    from attention_grading.sandbox.forking import fork_reporting
     from attention_grading.sandbox.policy import Policy
     from attention_grading.sandbox.spawn import fork_sandboxed
 
     if request.get("policy"):
         policy = Policy.from_json(request["policy"])
-        return fork_sandboxed(policy, lambda fd: become_kernel(request, fd), close=[channel.fileno()])
-    status_r, status_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(status_r)
-        plain_child(request, channel, status_w)
-    os.close(status_w)
-    with os.fdopen(status_r, "rb") as status:
-        return pid, status.readline().decode(errors="replace").strip()
+        return fork_sandboxed(policy, lambda report, sockets: become_kernel(request, report, sockets),
+                              close=[channel.fileno()])
+    return fork_reporting(lambda report: plain_child(request, report), close=[channel.fileno()])
 
 
 def serve(fd):
@@ -162,6 +160,7 @@ def _zygote_requests():
     fd = int(sys.argv[1])
     # The sandbox code, found from this file (the zygote runs as a script, not a package).
     sys.path.append(_GRADING_DIR)
+    import attention_grading.sandbox.channels  # noqa: F401
     import attention_grading.sandbox.spawn  # noqa: F401
     preload()
     serve(fd)

@@ -13,7 +13,7 @@ libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
 MACHINE = platform.machine()
 # System call numbers this module needs (x86_64 only: seccomp numbers differ per architecture).
 SYSCALLS_X86_64 = {"landlock_create_ruleset": 444, "landlock_add_rule": 445,
-                   "landlock_restrict_self": 446, "capset": 126}
+                   "landlock_restrict_self": 446, "capset": 126, "mount_setattr": 442}
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWCGROUP = 0x02000000
@@ -24,6 +24,7 @@ CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
+AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
 
 PR_SET_PDEATHSIG = 1
 PR_CAPBSET_DROP = 24
@@ -55,6 +56,18 @@ def prctl(option, arg2=0, arg3=0, arg4=0, arg5=0, what="prctl"):
 
 def unshare(flags):
     checked(libc.unshare(flags), f"unshare({flags:#x})")
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+
+def read_only_below(path):
+    """Make every mount at and below ``path`` read-only, in this mount namespace (Linux 5.12+)."""
+    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
+    syscall("mount_setattr", ctypes.c_int(AT_FDCWD), os.fsencode(path), ctypes.c_uint(AT_RECURSIVE),
+            ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)))
 
 
 def mount(source, target, fstype, flags, data=None):

@@ -1,7 +1,7 @@
 """Landlock (Linux 5.13+): an unprivileged process restricts itself and every process it starts.
 
 Rules are an allow list. Files: read, write, execute beneath the listed folders only. TCP (ABI 4+):
-bind only the listed ports, connect nowhere. Scopes (ABI 6+): no signal to, and no abstract UNIX
+no port may be bound or connected to (a kernel's channels are inherited UNIX sockets). Scopes (ABI 6+): no signal to, and no abstract UNIX
 socket of, any process outside the domain. A domain cannot be left or widened, across exec too.
 """
 import ctypes
@@ -10,7 +10,7 @@ import os
 from ._libc import syscall
 
 CREATE_RULESET_VERSION = 1
-RULE_PATH_BENEATH, RULE_NET_PORT = 1, 2
+RULE_PATH_BENEATH = 1
 
 # Filesystem rights (ABI: first version that knows the right).
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
@@ -36,10 +36,6 @@ class _PathBeneath(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-class _NetPort(ctypes.Structure):
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
-
-
 def abi():
     """The Landlock ABI version the running kernel offers; 0 when it has none (or it is disabled)."""
     try:
@@ -53,13 +49,13 @@ def handled_fs(version):
     return FS_BY_ABI.get(version, (1 << 16) - 1)
 
 
-def ruleset(read_only, read_write, devices, bind_ports, listable=()):
+def ruleset(read_only, read_write, devices, listable=()):
     """A Landlock ruleset (a file descriptor) allowing only what is listed; made while the process
     may still open every listed path (before it drops its privileges).
 
     ``read_only``: folders and files to read and execute; ``read_write``: folders with every
-    right; ``devices``: files to read and write (``/dev/null``); ``bind_ports``: TCP ports to bind;
-    ``listable``: folders whose entries may be listed, nothing read.
+    right; ``devices``: files to read and write (``/dev/null``); ``listable``: folders whose entries
+    may be listed, nothing read. No TCP port is allowed, for binding or connecting.
     """
     version = abi()
     if version < 4:
@@ -74,9 +70,6 @@ def ruleset(read_only, read_write, devices, bind_ports, listable=()):
                               (listable, READ_DIR)):
             for path in paths:
                 _allow_path(fd, path, rights & fs)
-        for port in bind_ports:
-            rule = _NetPort(BIND_TCP, int(port))
-            syscall("landlock_add_rule", fd, RULE_NET_PORT, ctypes.byref(rule), ctypes.c_uint32(0))
     except BaseException:
         os.close(fd)
         raise

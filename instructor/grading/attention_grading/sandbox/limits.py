@@ -53,9 +53,13 @@ def set_pid_max(limit):
 
 # ------------------------------------------------------------------ cgroups
 
-def _own_cgroup(controller):
-    """(mount point, this process's path) of a cgroup v1 controller, or of the v2 hierarchy."""
-    with open("/proc/self/cgroup") as fh:
+CGROUP_PREFIX = "attention-kernel-"      # of the cgroups made for a sandbox (``meter`` looks for it)
+
+
+def cgroup_of(controller, pid="self"):
+    """("v1" or "v2", the folder) of process ``pid``'s cgroup for ``controller`` (a v1 controller's
+    own hierarchy, or the v2 hierarchy where it has that controller); (None, None) if none."""
+    with open(f"/proc/{pid}/cgroup") as fh:
         entries = [line.rstrip("\n").split(":", 2) for line in fh]
     mounts = {}
     with open("/proc/self/mountinfo") as fh:
@@ -92,9 +96,9 @@ class Cgroups:
 
     def __init__(self, limits):
         self.folders, self.enforced = [], []
-        name = f"attention-kernel-{uuid.uuid4().hex[:12]}"
+        name = f"{CGROUP_PREFIX}{uuid.uuid4().hex[:12]}"
         for controller, versions in self.SETTINGS.items():
-            version, parent = _own_cgroup(controller)
+            version, parent = cgroup_of(controller)
             if version is None:
                 continue
             folder = parent / name

@@ -39,7 +39,7 @@ class SandboxUnavailable(CourseError):
 class Policy:
     scratch: str                  # the kernel's private folder, made by the grader
     read_only: list               # folders and files it may read (and execute)
-    bind_ports: list              # TCP ports it may bind: its own kernel channels
+    channels: list                # socket paths of its Jupyter channels, bound by its waiter
     env: dict                     # its whole environment
     seed: Optional[str] = None    # a folder whose files it starts with (the submission's files)
     readable: list = field(default_factory=list)   # files of the grader it reads: its connection file
@@ -184,14 +184,15 @@ def check_exposes_nothing(read_only, protected):
                 raise SandboxUnavailable(f"a kernel would read {root}, which holds {path}")
 
 
-def make(scratch, ports, env, seed=None, readable=(), protected=(), account=None, limits=None):
-    """The policy of one kernel (see ``Policy``); ``protected`` paths must stay out of its view."""
+def make(scratch, channels, env, seed=None, readable=(), protected=(), account=None, limits=None):
+    """The policy of one kernel (see ``Policy``); ``channels``: the socket paths its waiter binds
+    for it (``sandbox.channels``); ``protected`` paths must stay out of its view."""
     protected = [str(p) for p in protected] + [str(scratch)]
     split = []
     read_only = runtime_roots(protected, split=split)
     check_exposes_nothing(read_only, protected)
     listable = import_folders(read_only) + sorted(set(split))
-    return Policy(scratch=str(scratch), read_only=read_only, bind_ports=list(ports), env=env,
+    return Policy(scratch=str(scratch), read_only=read_only, channels=[str(c) for c in channels], env=env,
                   font_cache=matplotlib_font_cache(),
                   seed=str(seed) if seed else None, readable=[str(p) for p in readable], listable=listable,
                   account=account, limits=limits or Limits())

@@ -1,11 +1,15 @@
 """A seccomp filter for sandboxed kernels: what Landlock cannot see.
 
-Landlock rules TCP only, so every other socket is refused here: a kernel may create TCP sockets
-(Landlock lets it bind its own ports and connect nowhere) and socket pairs, nothing else (no UDP,
-no UNIX socket to connect to a server, no netlink, no raw sockets). Also refused: io_uring (its
-socket operations would pass beside this filter), new namespaces, and calls that read other
-processes or the kernel's keyrings. Other system calls are allowed: every privileged one already
-fails for a process without capabilities. x86_64 only (system call numbers differ elsewhere).
+A kernel needs no socket of its own: its Jupyter channels are listening UNIX sockets it inherits
+(``channels``), and its network namespace holds only its own loopback. So ``socket()`` is refused
+for every family (TCP, UDP, UNIX, raw, packet, netlink); ``socketpair()`` stays (asyncio's
+self-pipe). As a second wall behind the namespace and Landlock's TCP rules: no TCP Fast Open
+(``MSG_FASTOPEN`` on ``sendto``/``sendmsg``/``sendmmsg``, the ``TCP_FASTOPEN`` and
+``TCP_FASTOPEN_CONNECT`` options), which Landlock does not mediate. Also refused: io_uring (its
+socket operations would pass beside this filter), new namespaces, mounts, and calls that read
+other processes or the kernel's keyrings. Other system calls are allowed: every privileged one
+already fails for a process without capabilities. x86_64 only (system call numbers differ
+elsewhere).
 """
 import ctypes
 import errno
@@ -17,13 +21,14 @@ AUDIT_ARCH_X86_64 = 0xC000003E
 X32_SYSCALL_BIT = 0x40000000
 SECCOMP_MODE_FILTER = 2
 RET_KILL_PROCESS, RET_ERRNO, RET_ALLOW = 0x80000000, 0x00050000, 0x7FFF0000
-LD_ABS, JEQ, JGE, JSET, AND, RET = 0x20, 0x15, 0x35, 0x45, 0x54, 0x06
+LD_ABS, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
 
-AF_INET, AF_INET6, AF_NETLINK, SOCK_STREAM, SOCK_TYPE_MASK, IPPROTO_TCP = 2, 10, 16, 1, 0xF, 6
-NETLINK_ROUTE = 0
+AF_NETLINK, IPPROTO_TCP, TCP_FASTOPEN, TCP_FASTOPEN_CONNECT = 16, 6, 23, 30
+MSG_FASTOPEN = 0x20000000
 NAMESPACE_FLAGS = 0x7E020000 | 0x00000080   # CLONE_NEW{NS,CGROUP,UTS,IPC,USER,PID,NET,TIME}
 
-SOCKET, CLONE, CLONE3 = 41, 56, 435
+SOCKET, SENDTO, SENDMSG, SETSOCKOPT, CLONE, SENDMMSG, CLONE3 = 41, 44, 46, 54, 56, 307, 435
+FLAGS_ARGUMENT = {SENDTO: 3, SENDMSG: 2, SENDMMSG: 3}   # where each send call takes its flags
 REFUSED = {   # name: x86_64 number
     "ptrace": 101, "syslog": 103, "personality": 135, "pivot_root": 155, "chroot": 161,
     "acct": 163, "mount": 165, "umount2": 166, "swapon": 167, "swapoff": 168, "reboot": 169,
@@ -47,21 +52,23 @@ def program():
            (LD_ABS, 0, 0, 0), (JGE, "kill", None, X32_SYSCALL_BIT)]
     ops += [(JEQ, "eperm", None, number) for number in sorted(REFUSED.values())]
     ops += [(JEQ, "enosys", None, CLONE3), (JEQ, "socket", None, SOCKET),
-            (JEQ, "clone", None, CLONE), (RET, 0, 0, RET_ALLOW)]
+            (JEQ, "setsockopt", None, SETSOCKOPT), (JEQ, "clone", None, CLONE)]
+    ops += [(JEQ, f"send-{number}", None, number) for number in FLAGS_ARGUMENT]
+    ops += [(RET, 0, 0, RET_ALLOW)]
     ops += ["clone", (LD_ABS, 0, 0, _arg_low(0)), (JSET, "eperm", None, NAMESPACE_FLAGS),
             (RET, 0, 0, RET_ALLOW)]
-    ops += ["socket", (LD_ABS, 0, 0, _arg_low(0)), (JEQ, "type", None, AF_INET),
-            (JEQ, "type", None, AF_INET6), (JEQ, "netlink", None, AF_NETLINK),
-            (RET, 0, 0, RET_ERRNO | errno.EACCES),
-            # ZeroMQ lists the network interfaces (getifaddrs) when it binds: reading them is all
-            # NETLINK_ROUTE lets a process without capabilities do.
-            "netlink", (LD_ABS, 0, 0, _arg_low(2)), (JEQ, "allow", None, NETLINK_ROUTE),
-            (RET, 0, 0, RET_ERRNO | errno.EACCES),
-            "type", (LD_ABS, 0, 0, _arg_low(1)), (AND, 0, 0, SOCK_TYPE_MASK),
-            (JEQ, "protocol", None, SOCK_STREAM), (RET, 0, 0, RET_ERRNO | errno.EACCES),
-            "protocol", (LD_ABS, 0, 0, _arg_low(2)), (JEQ, "allow", None, 0),
-            (JEQ, "allow", None, IPPROTO_TCP), (RET, 0, 0, RET_ERRNO | errno.EACCES)]
-    ops += ["eperm", (RET, 0, 0, RET_ERRNO | errno.EPERM), "enosys", (RET, 0, 0, RET_ERRNO | errno.ENOSYS),
+    # ZeroMQ lists the network interfaces (getifaddrs, over netlink) when it binds a TCP address,
+    # and aborts the process on any error but "not supported", which it reads as "none".
+    ops += ["socket", (LD_ABS, 0, 0, _arg_low(0)), (JEQ, None, "eacces", AF_NETLINK),
+            (RET, 0, 0, RET_ERRNO | errno.EOPNOTSUPP)]
+    for number, index in FLAGS_ARGUMENT.items():
+        ops += [f"send-{number}", (LD_ABS, 0, 0, _arg_low(index)), (JSET, "eacces", None, MSG_FASTOPEN),
+                (RET, 0, 0, RET_ALLOW)]
+    ops += ["setsockopt", (LD_ABS, 0, 0, _arg_low(1)), (JEQ, None, "allow", IPPROTO_TCP),
+            (LD_ABS, 0, 0, _arg_low(2)), (JEQ, "eacces", None, TCP_FASTOPEN),
+            (JEQ, "eacces", None, TCP_FASTOPEN_CONNECT), (RET, 0, 0, RET_ALLOW)]
+    ops += ["eperm", (RET, 0, 0, RET_ERRNO | errno.EPERM), "eacces", (RET, 0, 0, RET_ERRNO | errno.EACCES),
+            "enosys", (RET, 0, 0, RET_ERRNO | errno.ENOSYS),
             "kill", (RET, 0, 0, RET_KILL_PROCESS), "allow", (RET, 0, 0, RET_ALLOW)]
     return _assemble(ops)
 

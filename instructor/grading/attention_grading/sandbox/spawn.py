@@ -1,18 +1,34 @@
 """Start a process in a new sandbox: a small waiter outside, the sandboxed process inside.
 
-The waiter (a fork of the caller) makes the PID namespace and the cgroups, forks the sandboxed
-process (PID 1 of that namespace), reports its pid, waits for it, then removes the cgroups. When
-PID 1 of a namespace ends, Linux kills every process left in it, so nothing a kernel started
-outlives it; the waiter and the kernel both die with their parent (``PR_SET_PDEATHSIG``).
-Used by the kernel zygote (``zygote.py``) and by the cold-start launcher (``launch.py``).
+The waiter (a fork of the caller, or the cold launcher itself) binds the kernel's channel sockets
+(``channels``), makes the user namespace (without root), the cgroups and the PID namespace, forks
+the sandboxed process (PID 1 of that namespace), reports its pid, waits for it, then removes the
+cgroups. When PID 1 of a namespace ends, Linux kills every process left in it, so nothing a kernel
+started outlives it; the waiter and the kernel both die with their parent (``PR_SET_PDEATHSIG``).
+Every fork goes through ``forking.fork_reporting``. Used by the kernel zygote (``zygote.py``), the
+cold-start launcher (``launch.py``) and the sandbox check (``support``).
 """
 import os
 import signal
-import traceback
+from dataclasses import dataclass, field
 
+from . import channels
 from ._libc import CLONE_NEWPID, CLONE_NEWUSER, PR_SET_PDEATHSIG, prctl, unshare
 from .enter import enter
+from .forking import error_line, fork_reporting, wait_for
 from .limits import Cgroups
+
+
+@dataclass
+class Prepared:
+    """What the waiter made before the sandboxed process: its cgroups and its channel sockets."""
+    cgroups: object = None
+    sockets: dict = field(default_factory=dict)    # {endpoint: inherited listening socket}
+
+    def release(self):
+        """The waiter's copies of the sockets (the sandboxed process has its own)."""
+        channels.close(self.sockets)
+        self.sockets = {}
 
 
 def enter_user_namespace():
@@ -25,88 +41,71 @@ def enter_user_namespace():
 
 
 def prepare_namespace(policy):
-    """In the waiter: the user namespace (without root), cgroups (where possible), the PID namespace."""
-    if os.geteuid() != 0:
-        enter_user_namespace()
-    cgroups = Cgroups(policy.limits) if os.getuid() == 0 else None
-    unshare(CLONE_NEWPID)
-    return cgroups
+    """In the waiter: the channel sockets, the user namespace (without root), cgroups (where
+    possible), the PID namespace."""
+    prepared = Prepared(sockets=channels.listen(policy.channels))
+    try:
+        if os.geteuid() != 0:
+            enter_user_namespace()
+        prepared.cgroups = Cgroups(policy.limits) if os.getuid() == 0 else None
+        unshare(CLONE_NEWPID)
+    except BaseException:
+        prepared.release()
+        raise
+    return prepared
 
 
-def run_inside(policy, cgroups, status_fd, then):
-    """In the sandboxed process: enter the sandbox, then ``then(status_fd)``; never returns.
+def run_inside(policy, prepared, report, then):
+    """In the sandboxed process: enter the sandbox, then ``then(report, sockets)``; never returns.
 
-    ``then`` writes ``ready`` on ``status_fd`` when the process is ready (or leaves that to
-    an exec'd program); a failure to enter is written there as ``error: <why>``.
+    ``then`` reports ``ready`` when the process is ready (or leaves that to an exec'd program);
+    a failure to enter is reported as ``error: <why>``.
     """
     try:
-        enter(policy, cgroups)
+        enter(policy, prepared.cgroups)
     except BaseException as exc:
-        detail = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-        os.write(status_fd, f"error: the sandbox could not be set up ({detail})\n".encode())
+        report(error_line(f"the sandbox could not be set up ({type(exc).__name__}: {exc})"))
         os._exit(70)
-    try:
-        then(status_fd)
-    except BaseException:
-        traceback.print_exc()
+    then(report, prepared.sockets)
     os._exit(1)
 
 
-def wait_and_clean(pid, cgroups):
+def start_inside(policy, prepared, then, close=()):
+    """In the waiter: fork the sandboxed process; ``(its pid, its status line)``."""
+    return fork_reporting(lambda report: run_inside(policy, prepared, report, then), close=close)
+
+
+def wait_and_clean(pid, prepared):
     """In the waiter: wait for the sandboxed process, remove its cgroups; returns its exit code."""
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except ChildProcessError:
-            status = 1 << 8
-            break
-        except InterruptedError:
-            continue
-    if cgroups is not None:
-        cgroups.remove()
-    return os.waitstatus_to_exitcode(status)
+    code = wait_for(pid)
+    if prepared.cgroups is not None:
+        prepared.cgroups.remove()
+    return code
 
 
 def fork_sandboxed(policy, then, close=()):
-    """Fork a waiter and, through it, a sandboxed process running ``then`` (see ``run_inside``).
+    """Fork a waiter and, through it, a sandboxed process running ``then(report, sockets)``
+    (see ``run_inside``).
 
-    Returns ``(pid, status)``: the sandboxed process's pid (as the caller sees it) and the first
-    line it wrote on its status pipe (``ready``, ``error: ...``, or ``""`` if it died first).
-    The caller must be single-threaded (it forks). ``close``: the caller's file descriptors
-    the new processes must not keep (the zygote's channel to the grader).
+    Returns ``(pid, status)``: the sandboxed process's pid (as the caller sees it) and the line it
+    reported (``ready``, ``error: ...``, or ``""`` if it died first). The caller must be
+    single-threaded (it forks). ``close``: the caller's file descriptors the new processes must
+    not keep (the zygote's channel to the grader).
     """
-    info_r, info_w = os.pipe()
-    waiter = os.fork()
-    if waiter == 0:
+    def waiter(report):
         try:
-            os.close(info_r)
-            for fd in close:
-                os.close(fd)
             prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)   # the zygote ignores it; we wait
             signal.signal(signal.SIGINT, signal.SIG_IGN)
-            cgroups = prepare_namespace(policy)
-            status_r, status_w = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                os.close(status_r)
-                os.close(info_w)
-                run_inside(policy, cgroups, status_w, then)
-            os.close(status_w)
-            os.write(info_w, f"{pid}\n".encode())
-            with os.fdopen(status_r, "rb") as status:
-                os.write(info_w, status.readline() or b"\n")
-            os.close(info_w)
-            os._exit(wait_and_clean(pid, cgroups))
+            prepared = prepare_namespace(policy)
         except BaseException as exc:
-            try:
-                os.write(info_w, f"0\nerror: the sandbox could not be set up ({exc})\n".encode())
-            finally:
-                os._exit(70)
-    os.close(info_w)
-    with os.fdopen(info_r, "rb") as info:
-        first = info.readline().strip()
-        status = info.readline().decode(errors="replace").strip()
-    pid = int(first) if first.isdigit() else 0
-    return pid, status
+            report(f"0 {error_line(f'the sandbox could not be set up ({exc})')}")
+            os._exit(70)
+        pid, status = start_inside(policy, prepared, then, close=[report.fd])
+        prepared.release()
+        report(f"{pid} {status}")
+        os._exit(wait_and_clean(pid, prepared))
+
+    _, line = fork_reporting(waiter, close=close)
+    first, _, status = line.partition(" ")
+    return (int(first) if first.isdigit() else 0), status

@@ -40,8 +40,9 @@ def _trial():
 
     scratch = tempfile.mkdtemp(prefix="attention-sandbox-check-")
     try:
-        policy = make(scratch, ports=[], env=kernel_environment({}, os.path.join(scratch, "sandbox")))
-        pid, status = fork_sandboxed(policy, lambda fd: (os.write(fd, b"ready\n"), os._exit(0)))
+        policy = make(scratch, [os.path.join(scratch, "check")],
+                      env=kernel_environment({}, os.path.join(scratch, "sandbox")))
+        pid, status = fork_sandboxed(policy, lambda report, sockets: (report.ready(), os._exit(0)))
         if status == "ready":
             return None
         return status.removeprefix("error: ") or "a sandboxed process could not start"

@@ -1,0 +1,185 @@
+"""The sandbox's pieces, in-process: the fork/status protocol, the channel sockets a kernel
+inherits, the seccomp filter's decisions (run on an interpreter of its instructions) and the
+grader's memory meters. The whole sandbox, with real kernels, is tests/test_sandbox.py's."""
+import errno
+import os
+import struct
+
+import pytest
+
+from attention_grading.sandbox import channels, seccomp
+from attention_grading.sandbox.forking import READY, fork_reporting, wait_for
+from attention_grading.sandbox.meter import CgroupMeter, ProcessMeter, meter_for
+
+
+# ---------------------------------------------------------------- the fork/status protocol
+
+@pytest.mark.parametrize("body, line, code", [
+    (lambda report: (report.ready(), os._exit(0)), READY, 0),
+    (lambda report: (report.error("no Landlock\non this machine"), os._exit(70)), "error: no Landlock on this machine", 70),
+    (lambda report: os._exit(3), "", 3),
+    (lambda report: 1 / 0, "", 1),
+], ids=["ready", "an error on one line", "died first", "raised"])
+def test_a_child_reports_one_line(body, line, code):
+    """The parent hears ready, an error (one line), or nothing when the child ended first."""
+    pid, status = fork_reporting(body)
+    assert status == line and wait_for(pid) == code
+
+
+# ---------------------------------------------------------------- channel sockets
+
+def test_a_kernel_takes_the_socket_its_waiter_bound(tmp_path):
+    """ZeroMQ binding the channel's path takes the inherited listening socket (ZMQ_USE_FD) and
+    creates none; then bind is ZeroMQ's own again."""
+    import zmq
+    from zmq.sugar.socket import Socket
+
+    path = str(tmp_path / "ch-1")
+    sockets = channels.listen([path])
+    assert list(sockets) == [f"ipc://{path}"] and oct(os.stat(path).st_mode & 0o777) == "0o600"
+    original = Socket.bind
+    inode = os.stat(path).st_ino
+    context = zmq.Context()
+    server, client = context.socket(zmq.REP), context.socket(zmq.REQ)
+    try:
+        channels.use_inherited(sockets)
+        server.bind(f"ipc://{path}")     # without the inherited socket, ZeroMQ would replace the file
+        assert Socket.bind is original and os.stat(path).st_ino == inode
+        client.connect(f"ipc://{path}")
+        client.send(b"ping")
+        assert server.poll(5000) and server.recv() == b"ping"
+    finally:
+        for s in (server, client):
+            s.close(linger=0)
+        context.term()
+        Socket.bind = original
+
+
+def test_a_cold_kernels_bootstrap_is_this_file(tmp_path):
+    """The command of a cold kernel runs the channels module's text, given its sockets as JSON."""
+    source = channels.bootstrap_source()
+    command = channels.bootstrap_command("/usr/bin/python3", source, {"ipc:///x-1": 7}, ["-f", "c.json"])
+    assert command[:2] == ["/usr/bin/python3", "-c"] and command[2].endswith("main()\n")
+    assert command[3:] == ['{"ipc:///x-1": 7}', "-f", "c.json"]
+    compile(command[2], "<bootstrap>", "exec")
+
+
+# ---------------------------------------------------------------- the seccomp filter
+
+def _run_filter(number, args=(0,) * 6, arch=seccomp.AUDIT_ARCH_X86_64):
+    """What the filter returns for one system call: an interpreter of the instructions it uses."""
+    data = struct.pack("<iI Q 6Q", number, arch, 0, *args)
+    program, pc, acc = seccomp.program(), 0, 0
+    while True:
+        code, jt, jf, k = program[pc]
+        if code == seccomp.LD_ABS:
+            acc = struct.unpack_from("<I", data, k)[0]
+        elif code == seccomp.RET:
+            return k
+        else:
+            taken = {seccomp.JEQ: acc == k, seccomp.JGE: acc >= k, seccomp.JSET: bool(acc & k)}[code]
+            pc += jt if taken else jf
+        pc += 1
+
+
+ALLOW, EACCES = seccomp.RET_ALLOW, seccomp.RET_ERRNO | errno.EACCES
+DECISIONS = {
+    "socket(AF_INET, SOCK_STREAM)": ((41, (2, 1, 0, 0, 0, 0)), EACCES),
+    "socket(AF_UNIX, SOCK_STREAM)": ((41, (1, 1, 0, 0, 0, 0)), EACCES),
+    "socket(AF_INET, SOCK_DGRAM)": ((41, (2, 2, 0, 0, 0, 0)), EACCES),
+    "socket(AF_PACKET)": ((41, (17, 3, 0, 0, 0, 0)), EACCES),
+    "socket(AF_NETLINK): not supported, which ZeroMQ survives": ((41, (16, 3, 0, 0, 0, 0)),
+                                                                 seccomp.RET_ERRNO | errno.EOPNOTSUPP),
+    "socketpair(AF_UNIX)": ((53, (1, 1, 0, 0, 0, 0)), ALLOW),
+    "sendto": ((44, (5, 0, 1, 0, 0, 0)), ALLOW),
+    "sendto(MSG_FASTOPEN)": ((44, (5, 0, 1, 0x20000000, 0, 0)), EACCES),
+    "sendmsg(MSG_FASTOPEN)": ((46, (5, 0, 0x20000000, 0, 0, 0)), EACCES),
+    "sendmsg": ((46, (5, 0, 0x40, 0, 0, 0)), ALLOW),
+    "sendmmsg(MSG_FASTOPEN)": ((307, (5, 0, 1, 0x20000000, 0, 0)), EACCES),
+    "setsockopt(TCP, TCP_FASTOPEN_CONNECT)": ((54, (5, 6, 30, 0, 4, 0)), EACCES),
+    "setsockopt(TCP, TCP_FASTOPEN)": ((54, (5, 6, 23, 0, 4, 0)), EACCES),
+    "setsockopt(SOL_SOCKET, SO_RCVBUF)": ((54, (5, 1, 8, 0, 4, 0)), ALLOW),
+    "clone(CLONE_NEWNET)": ((56, (0x40000000, 0, 0, 0, 0, 0)), seccomp.RET_ERRNO | errno.EPERM),
+    "clone(thread)": ((56, (0x3D0F00, 0, 0, 0, 0, 0)), ALLOW),
+    "mount_setattr": ((442, (0,) * 6), seccomp.RET_ERRNO | errno.EPERM),
+    "io_uring_setup": ((425, (8, 0, 0, 0, 0, 0)), seccomp.RET_ERRNO | errno.EPERM),
+    "read": ((0, (0,) * 6), ALLOW),
+}
+
+
+@pytest.mark.parametrize("call", sorted(DECISIONS))
+def test_the_filter_decides(call):
+    """No socket of any family (netlink: "not supported"), no Fast Open by flag or option, no new
+    namespace, no mount change, no io_uring; socket pairs and everything else allowed."""
+    (number, args), expected = DECISIONS[call]
+    assert _run_filter(number, args) == expected
+
+
+def test_other_architectures_are_killed():
+    """A call made through another architecture's numbers (i386, x32) kills the process."""
+    assert _run_filter(41, arch=0x40000003) == seccomp.RET_KILL_PROCESS
+    assert _run_filter(41 | seccomp.X32_SYSCALL_BIT) == seccomp.RET_KILL_PROCESS
+    assert all(0 <= jt < 256 and 0 <= jf < 256 for _, jt, jf, _ in seccomp.program())
+
+
+# ---------------------------------------------------------------- memory meters
+
+def _allocating_child(megabytes, cgroup=None):
+    """A child that joins ``cgroup`` (a folder), waits for a byte, touches ``megabytes`` MB, then
+    waits to be killed; (pid, go)."""
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if cgroup:
+                with open(os.path.join(cgroup, "cgroup.procs"), "w") as fh:
+                    fh.write("0")
+            os.write(ready_w, b"x")
+            os.read(go_r, 1)
+            block = bytearray(megabytes << 20)
+            block[::4096] = b"\1" * len(block[::4096])
+            os.write(ready_w, b"y")
+            os.read(go_r, 1)
+        finally:
+            os._exit(0)
+    os.read(ready_r, 1)
+    return pid, lambda: (os.write(go_w, b"g"), os.read(ready_r, 1))
+
+
+def test_the_process_meter_sees_what_a_process_allocated():
+    """Peak resident memory of a process since start(), read from outside it."""
+    pid, go = _allocating_child(40)
+    try:
+        meter = ProcessMeter(pid)
+        meter.start()
+        go()
+        assert 38 << 20 <= meter.growth() <= 60 << 20
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+
+
+def test_the_cgroup_meter_sees_what_the_sandbox_allocated():
+    """Peak memory of a sandbox's own cgroup since start(), read from outside it; a process
+    outside every sandbox cgroup gets the process meter."""
+    from attention_grading.sandbox.limits import Cgroups, Limits
+
+    groups = Cgroups(Limits())
+    memory = [f for f in groups.folders if "memory" in str(f) or (f / "memory.current").exists()]
+    if not memory:
+        groups.remove()
+        pytest.skip("the grader cannot make a memory cgroup here")
+    pid, go = _allocating_child(40, str(memory[0]))
+    try:
+        meter = meter_for(pid)
+        assert isinstance(meter, CgroupMeter)
+        meter.start()
+        go()
+        assert 38 << 20 <= meter.growth() <= 60 << 20
+        meter.close()
+        assert isinstance(meter_for(os.getpid()), ProcessMeter)
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        groups.remove()
