@@ -140,8 +140,9 @@ class Lab:
 def start_course_lab(course, home, log_path):
     """JupyterLab at the root of the course copy ``course`` (so nbgrader finds its config), on
     127.0.0.1, a free port and a random token, as ``make formgrader`` starts it (the grading
-    package importable, the course's Content-Security-Policy extension on); started, not awaited
-    (``Lab.wait_ready``)."""
+    package importable, the course's Content-Security-Policy extension on, the local exchange
+    folder made); started, not awaited (``Lab.wait_ready``)."""
+    (Path(course) / ".exchange").mkdir(exist_ok=True)    # `make formgrader`'s `mkdir -p .exchange`
     port, token = free_port(), secrets.token_hex(24)
     command = [str(JUPYTER), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
                f"--ServerApp.token={token}", f"--ServerApp.root_dir={course}", *root_flag(),

@@ -19,6 +19,20 @@ def test_formulas_become_mathml_and_code_stays_code():
     assert "<code>$x$</code>" in html and "\\sqrt" not in html
 
 
+def test_formulas_in_a_learners_sanitised_markdown_become_mathml():
+    """A learner's Markdown as the sanitiser stores it (rendered HTML, TeX left for MathJax): its
+    formulas become MathML too; code, attributes and tags stay exactly as they were."""
+    from attention_grading.sanitize import clean, rendered
+
+    stored = clean(rendered("1. **Scale.** by $\\sqrt{d}$, and $a < b$:\n\n$$Y = AX$$\n\n"
+                            '`$x$` <span title="$t$ x=1">t</span>\n\n```\n$y$\n```\n'))
+    assert "$\\sqrt{d}$" in stored and "<math" not in stored
+    html = markdown_with_mathml(stored)
+    assert html.count("<math") == 3 and html.count('display="block"') == 1 and "<msqrt>" in html
+    assert "\\sqrt" not in html and "<mo>&#x0003C;</mo>" in html
+    assert "<code>$x$</code>" in html and '<span title="$t$ x=1">t</span>' in html and "<code>$y$\n</code>" in html
+
+
 def test_a_learners_tex_cannot_bring_markup():
     """Markup smuggled in \\text{} is removed (its words stay, as text); unreadable TeX stays
     readable as code, escaped."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from traitlets import Integer, Unicode
 from traitlets.config import Configurable
 
-from .errors import ClusterError, CourseError
+from .errors import ClusterError, exit_status
 
 ROLES = ("scheduler", "worker", "client")
 
@@ -166,11 +166,9 @@ def main(argv=None):
     root = Path(args.root or COURSE_ROOT).resolve()
     settings = ClusterTLS(config=load_config(root))
     folder = Path(args.folder).resolve() if args.folder else settings.path(root)
-    try:
-        make_certificates(folder, settings.days, args.force)
-    except CourseError as exc:
-        print(str(exc), file=sys.stderr)
-        return exc.exit_status
+    status = exit_status(lambda: make_certificates(folder, settings.days, args.force))
+    if status:
+        return status
     print(f"""Wrote the Dask cluster's certificates to {folder}/ (valid {settings.days} days).
 Copy to the scheduler's machine: ca.pem scheduler.pem scheduler-key.pem, and start it with
   dask scheduler --tls-ca-file ca.pem --tls-cert scheduler.pem --tls-key scheduler-key.pem --port 8786

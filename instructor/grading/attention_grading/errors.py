@@ -1,5 +1,7 @@
 """The errors grading code raises for problems an instructor can fix. Library code raises them;
-only the command lines (``grade``, ``release``) turn them into a message and an exit status."""
+only the command lines (``grade``, ``release``, ...) turn them into a message and an exit status
+(``exit_status``)."""
+import sys
 
 
 class CourseError(Exception):
@@ -27,3 +29,14 @@ class CourseBusy(CourseError):
     """Another ``make grade`` holds the course (its lock); nothing was done."""
 
     exit_status = 75            # EX_TEMPFAIL: try again later
+
+
+def exit_status(action, command=""):
+    """For a command line: run ``action()``; 0, or a ``CourseError``'s message on stderr (after
+    ``command``, if given) and its exit status."""
+    try:
+        action()
+    except CourseError as exc:
+        print(f"{command}: {exc}" if command else str(exc), file=sys.stderr)
+        return exc.exit_status
+    return 0

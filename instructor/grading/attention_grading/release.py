@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from .course import environment_tools_on_path, lesson_ids, load_config
-from .errors import CourseError, GradebookError
+from .errors import GradebookError, exit_status
 from .paths import COURSE_ROOT
 
 
@@ -41,12 +41,7 @@ def main(argv=None):
     parser.add_argument("--root", default=None, help="course folder (default: this course)")
     args = parser.parse_args(argv)
     environment_tools_on_path()
-    try:
-        release(args.root, args.lessons or None)
-    except CourseError as exc:
-        print(f"make release: {exc}", file=sys.stderr)
-        return exc.exit_status
-    return 0
+    return exit_status(lambda: release(args.root, args.lessons or None), "make release")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import re
 import sys
 from pathlib import Path
 
-from .errors import CourseError
+from .errors import CourseError, exit_status
 from .paths import COURSE_ROOT
 
 TEMPLATES = Path(__file__).with_name("scaffold_templates")
@@ -98,12 +98,7 @@ def main(argv=None):
     parser.add_argument("--function", default="centre_rows", help="its first graded function's name")
     parser.add_argument("--root", default=None, help="course folder (default: this course)")
     args = parser.parse_args(argv)
-    try:
-        scaffold(args.lesson, args.function, args.root)
-    except CourseError as exc:
-        print(f"make new-lesson: {exc}", file=sys.stderr)
-        return exc.exit_status
-    return 0
+    return exit_status(lambda: scaffold(args.lesson, args.function, args.root), "make new-lesson")
 
 
 if __name__ == "__main__":
