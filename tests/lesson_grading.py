@@ -109,6 +109,10 @@ def validate_as_learner(folder, lessons):
 
 #: The lesson whose hostile cases (tests/hostile.py) the quick tier grades; the full tier grades every lesson's.
 QUICK_HOSTILE_LESSON = "01_context_vectors"
+# A guard against a hung grader, not a speed target: the full tier grades some 450 notebooks in one
+# make grade run beside the rest of the suite (a notebook takes a worker about 4 s on an idle
+# machine, several times that on a loaded one; lesson 09's train for a minute).
+HANG_GUARD_PER_NOTEBOOK = 15
 
 
 def submissions(lesson, sampled=False):
@@ -217,8 +221,9 @@ def grade_all(folder, lessons, attacks=False, sampled=False):
     before = tree_hash(root / "submitted")
     lesson_args = [arg for lesson in course_lessons for arg in ("--lesson", lesson)]
     secret = {"ATTENTION_TEST_SECRET": hostile_tests.SECRET} if attacks else {}
+    notebooks = sum(1 for _ in (root / "submitted").glob("*/*/*.ipynb"))
     graded = run_grade(root, *lesson_args, "--workers", "4", "--force", "--no-feedback", "--no-report",
-                       timeout=1800, **secret)
+                       timeout=max(1800, HANG_GUARD_PER_NOTEBOOK * notebooks), **secret)
     # A submission that could not be graded fails its lesson's test_every_submission_is_graded,
     # with the reason and the grading log, rather than every test of every lesson.
     not_graded, second_attempts = (_with_logs(root, noted) for noted in _noted(root))
