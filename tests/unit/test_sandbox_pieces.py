@@ -183,3 +183,20 @@ def test_the_cgroup_meter_sees_what_the_sandbox_allocated():
         os.kill(pid, 9)
         os.waitpid(pid, 0)
         groups.remove()
+
+
+# ---------------------------------------------------------------- the policy's read roots
+
+def test_read_roots_inside_others_are_dropped_and_links_to_one_folder_kept_once(tmp_path):
+    """A root inside another is covered by it; two names of one folder (``/bin`` and ``/usr/bin``)
+    keep one of them, not neither; everything else stays."""
+    from attention_grading.sandbox.policy import _outermost
+
+    (tmp_path / "usr" / "bin").mkdir(parents=True)
+    (tmp_path / "usr" / "lib" / "python").mkdir(parents=True)
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "bin").symlink_to(tmp_path / "usr" / "bin")
+    paths = [str(tmp_path / p) for p in ("usr/bin", "bin", "usr/lib", "usr/lib/python", "etc", "bin/tool")]
+    kept = _outermost(paths)
+    assert kept in ([str(tmp_path / p) for p in ("etc", "usr/bin", "usr/lib")],
+                    [str(tmp_path / p) for p in ("bin", "etc", "usr/lib")])

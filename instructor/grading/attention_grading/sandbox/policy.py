@@ -145,9 +145,22 @@ def runtime_roots(protected=(), python=sys.executable, split=None):
     roots = set()
     for candidate in candidates:
         roots.update(allow_except(candidate, excluded, split))
-    # Drop roots inside other roots: one rule covers them.
-    kept = sorted(roots, key=len)
-    return sorted(r for r in kept if not any(o != r and _is_within(r, o) for o in kept))
+    return _outermost(roots)
+
+
+def _outermost(paths):
+    """``paths`` without those inside another (one rule covers them), compared by real path once
+    each: a kernel's policy has hundreds of roots (a split-open site-packages), and comparing every
+    pair through ``realpath`` took seconds per kernel."""
+    real = sorted(((os.path.realpath(p), p) for p in paths), key=lambda pair: len(pair[0]))
+    kept, seen = [], set()
+    for resolved, path in real:     # an ancestor's real path is shorter: it comes first
+        parents = Path(resolved).parents
+        if resolved in seen or any(str(parent) in seen for parent in parents):
+            continue
+        seen.add(resolved)
+        kept.append(path)
+    return sorted(kept)
 
 
 def import_folders(read_only):
