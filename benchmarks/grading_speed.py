@@ -20,7 +20,6 @@ prints the throughput ratio and the per-notebook cost against the floor. Not a t
 Usage: python benchmarks/grading_speed.py [--learners 40] [--lesson ID ...] [--workers N] [--keep]
 """
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -38,13 +37,10 @@ KINDS = ["correct", "buggy", "blank", "correct", "buggy", "correct", "blank", "b
 
 def catalogue(lesson):
     """WRONG of tests/catalogue/lessonNN.py, or {} when the lesson has none yet."""
-    path = REPO / "tests" / "catalogue" / f"lesson{lesson[:2]}.py"
-    if not path.is_file():
-        return {}
-    spec = importlib.util.spec_from_file_location(f"catalogue_{lesson[:2]}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, "WRONG", {})
+    sys.path.insert(0, str(REPO / "tests"))     # the catalogue modules import their package
+    import catalogue as catalogues
+
+    return getattr(catalogues.load(lesson), "WRONG", {})
 
 
 def notebook_text(lesson, kind, index):
