@@ -188,3 +188,26 @@ def test_a_feedback_jobs_reply_is_read_as_a_feedback_outcome():
     outside = dataclasses.replace(page, feedback={"../gradebook.db": b""})
     got = parse_reply(feedback_job, {"kind": "ok", "outcome": encode(outside)}, LIMIT, HEADER_LIMIT)
     assert not got.ok and "outside the page's folder" in got.message
+
+
+def test_an_answer_its_worker_never_hands_over_fails_its_job_after_the_fetch_timeout():
+    """A finished job whose answer Dask cannot fetch (it waits instead of raising) fails that job
+    with the reason, once, and is cancelled on the cluster: the run goes on."""
+    from attention_grading.cluster import DaskCluster, DaskPool
+
+    class StalledFuture:
+        cancelled = False
+
+        def result(self, timeout=None):
+            assert timeout == 0.5
+            raise TimeoutError(f"timed out after {timeout} s.")
+
+        def cancel(self):
+            self.cancelled = True
+
+    pool = DaskPool.__new__(DaskPool)           # no cluster: the fetch is what is tested
+    pool.settings = DaskCluster(fetch_timeout=0.5)
+    future = StalledFuture()
+    got = pool._outcome(job(), future)
+    assert not got.ok and not got.retry and future.cancelled
+    assert got.message == "its worker did not hand its answer over within 0.5 s"

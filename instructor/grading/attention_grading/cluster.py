@@ -58,6 +58,9 @@ class DaskCluster(Configurable):
                             "autograded notebook and the notes); a larger answer fails that job.").tag(config=True)
     max_outcome_header_bytes = Int(16 * 2**20, help="Bytes of the JSON part of a worker's answer for one job "
                                    "(scores, checks, notes); a larger one fails that job.").tag(config=True)
+    fetch_timeout = Float(120.0, help="Seconds to fetch a finished job's answer from its worker; longer fails "
+                          "that job (a worker that answers with what this process refuses to read can "
+                          "leave the fetch waiting).").tag(config=True)
 
 
 class ClusterLost(RuntimeError):
@@ -274,7 +277,11 @@ class DaskPool:
 
     def _outcome(self, job, future):
         try:
-            reply = future.result()
+            reply = future.result(timeout=self.settings.fetch_timeout)
+        except TimeoutError:        # distributed's is the builtin; checked before Exception below
+            future.cancel()
+            return job.failure(f"its worker did not hand its answer over within {self.settings.fetch_timeout:g} s",
+                               retry=False)
         except CancelledError:      # distributed's FutureCancelledError too: the scheduler is gone
             raise ClusterLost(f"the Dask scheduler at {self.address} went away") from None
         except Exception as exc:          # distributed's KilledWorker, or a task that could not run
