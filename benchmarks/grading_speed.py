@@ -32,12 +32,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "instructor" / "grading"))
+sys.path.append(str(REPO / "tests"))             # the catalogue modules import their package
 KINDS = ["correct", "buggy", "blank", "correct", "buggy", "correct", "blank", "buggy", "correct", "broken"]
 
 
 def catalogue(lesson):
     """WRONG of tests/catalogue/lessonNN.py, or {} when the lesson has none yet."""
-    sys.path.insert(0, str(REPO / "tests"))     # the catalogue modules import their package
     import catalogue as catalogues
 
     return getattr(catalogues.load(lesson), "WRONG", {})
