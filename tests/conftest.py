@@ -11,6 +11,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 sys.path.insert(0, str(ROOT / "tests"))
 
+#: For the modules that test pure code (the reference, the widgets): its warnings are errors. Not
+#: ResourceWarnings, though: those come from other tests' garbage, which the collector reports in
+#: whichever test it happens to run, and a warnings filter holds for the whole process.
+STRICT_WARNINGS = pytest.mark.filterwarnings(
+    "error", "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")
+
 COURSE_PARTS = ["nbgrader_config.py", "source", "notebooks", "solutions", "instructor"]
 
 

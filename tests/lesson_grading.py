@@ -15,7 +15,7 @@ import catalogue
 import hostile
 from conftest import ROOT, copy_course, nbgrader
 from grading_helpers import run_grade, tree_hash
-from notebook_tools import lean, solved, with_answer
+from notebook_tools import execute, lean, solved, with_answer
 
 
 def release_path(lesson, root=ROOT):
@@ -92,8 +92,8 @@ def validate_as_learner(folder, lessons):
     def demonstrations(lesson):
         nb = nbformat.from_dict(wrong_nbs[lesson])
         nb.cells.insert(0, nbformat.v4.new_code_cell("import os\nos.environ['NBGRADER_EXECUTION'] = 'validate'"))
-        NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
-                       resources={"metadata": {"path": str(learner)}}).execute()
+        execute(NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                               resources={"metadata": {"path": str(learner)}}))
         return _demonstration_errors(nb)
 
     with ThreadPoolExecutor(2) as pool:

@@ -2,12 +2,23 @@
 
 Which cell plays which role is known in one place, the grader's ``attention_grading.cells``.
 """
+import asyncio
+
 import nbformat
 
 from attention_grading.cells import CellPlan, grade_id, is_solution_code, is_test, role as cell_role
 
-__all__ = ["cell_role", "grade_id", "is_solution_code", "is_test", "functions_of_tests", "lean", "solved",
-           "with_answer"]
+__all__ = ["cell_role", "execute", "grade_id", "is_solution_code", "is_test", "functions_of_tests", "lean",
+           "solved", "with_answer"]
+
+
+def execute(client):
+    """Run an nbclient ``NotebookClient`` on an event loop of its own, closed when it is done.
+
+    ``client.execute()`` leaves its thread's loop open; once the thread ends (or ``asyncio.run``
+    replaces the loop) garbage collection reports it in whatever test happens to be running.
+    """
+    return asyncio.run(client.async_execute())
 
 
 def functions_of_tests(nb):

@@ -20,6 +20,7 @@ from attention_grading.cells import split_hidden
 from attention_grading.kernels import SandboxedKernelManager, SandboxRequest
 from attention_grading.zygote_client import ForkedProcess
 from conftest import ROOT
+from notebook_tools import execute
 
 
 class ForkingKernelManager(SandboxedKernelManager):
@@ -263,8 +264,8 @@ def test_a_lesson_runs_to_the_same_outputs_forked_or_cold(lesson, monkeypatch):
         nb = nbformat.read(path, as_version=4)
         for cell in nb.cells:
             cell.source = split_hidden(cell.source)[0]
-        NotebookClient(nb, timeout=60, kernel_name="python3", kernel_manager_class=cls,
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        execute(NotebookClient(nb, timeout=60, kernel_name="python3", kernel_manager_class=cls,
+                               resources={"metadata": {"path": str(path.parent)}}))
         runs[cls.__name__] = _outputs(nb)
     cold, forked = runs["AsyncKernelManager"], runs["ForkingKernelManager"]
     assert any("image/png" in str(o) for o in cold), "the lesson drew no picture"
@@ -281,7 +282,7 @@ def test_a_crashing_cell_raises_dead_kernel_in_nbclient(tmp_path):
     client = NotebookClient(nb, timeout=600, kernel_name="python3", kernel_manager_class=ForkingKernelManager,
                             resources={"metadata": {"path": str(tmp_path)}})
     with pytest.raises(DeadKernelError):
-        client.execute()
+        execute(client)
 
 
 @pytest.mark.parametrize("cls", [ForkingKernelManager, ColdKernelManager], ids=["forked", "cold"])

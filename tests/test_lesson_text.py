@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, lesson_ids
-from notebook_tools import is_test
+from notebook_tools import execute, is_test
 
 #: Numbers a lesson may quote without printing them, and why: {lesson: {number as written: reason}}.
 #: Keep it short.
@@ -311,9 +311,10 @@ def _run(lesson, folder, another_run=False):
         cells.insert(place, nbformat.v4.new_code_cell(code))
     nb.cells = [nbformat.v4.new_code_cell(FIGURE_AUDIT)] + cells + \
         [nbformat.v4.new_code_cell(_claims_cell(lesson)), nbformat.v4.new_code_cell("print(_json.dumps(_unlabelled))")]
-    NotebookClient(nb, timeout_func=_cell_timeout, kernel_name="python3", kernel_manager_class=SandboxedKernelManager,
-                   extra_arguments=["--InlineBackend.figure_formats=set()"],
-                   resources={"metadata": {"path": str(folder)}}).execute()
+    execute(NotebookClient(nb, timeout_func=_cell_timeout, kernel_name="python3",
+                           kernel_manager_class=SandboxedKernelManager,
+                           extra_arguments=["--InlineBackend.figure_formats=set()"],
+                           resources={"metadata": {"path": str(folder)}}))
     nb.cells.pop(0)
     report, claims = nb.cells.pop(), nb.cells.pop()
     code = [c for c in nb.cells if c.cell_type == "code"]

@@ -17,8 +17,9 @@ import pytest
 import scipy.special
 
 import attention_reference as R
+from conftest import STRICT_WARNINGS
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = STRICT_WARNINGS
 
 
 # ---------------------------------------------------------------- helpers

@@ -13,8 +13,9 @@ from attention_course import capstone as task
 from attention_grading.specs import lesson07_capstone as outcome
 from attention_grading.specs import lesson07_mistakes as mistakes
 from attention_reference import capstone as C
+from conftest import STRICT_WARNINGS
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = STRICT_WARNINGS
 
 FLAGS = [{}, {"causal": False}, {"scale": False}, {"weighting": "raw"},
          {"weighting": "raw", "causal": False}, {"weighting": "top1"}]

@@ -15,8 +15,9 @@ from attention_course import gpt_checks
 from attention_course.checks import _central_differences as central_differences
 from attention_course import small_gpt as gpt
 from attention_grading.specs import lesson09_small_gpt as spec09
+from conftest import STRICT_WARNINGS
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = STRICT_WARNINGS
 
 
 def test_the_text_ships_with_the_package_and_is_split_at_the_end():

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import attention_reference as R
+from conftest import STRICT_WARNINGS
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = STRICT_WARNINGS
 
 TOL = 1e-7            # per operation (COURSE.md)
 TOL_COMPOSITE = 1e-6  # self-attention: projections + attention

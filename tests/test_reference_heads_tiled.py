@@ -7,8 +7,9 @@ import pytest
 import scipy.special
 
 import attention_reference as R
+from conftest import STRICT_WARNINGS
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = STRICT_WARNINGS
 
 
 def randn(seed, *shape):

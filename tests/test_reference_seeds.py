@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 
 import attention_reference as R
+from conftest import STRICT_WARNINGS
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = STRICT_WARNINGS
 
 
 SEED004_X = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0.2, 0.3, 0]])   # The, cat, sat, it

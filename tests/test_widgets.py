@@ -4,8 +4,9 @@ import pytest
 
 import attention_reference as R
 from attention_course import examples, widgets
+from conftest import STRICT_WARNINGS
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = STRICT_WARNINGS
 
 
 def jacobian(p):
