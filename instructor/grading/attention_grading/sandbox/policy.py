@@ -152,9 +152,11 @@ def _outermost(paths):
     """``paths`` without those inside another (one rule covers them), compared by real path once
     each: a kernel's policy has hundreds of roots (a split-open site-packages), and comparing every
     pair through ``realpath`` took seconds per kernel."""
-    real = sorted(((os.path.realpath(p), p) for p in paths), key=lambda pair: len(pair[0]))
+    # An ancestor's real path is shorter: it comes first. Of two names of one folder, the first
+    # in sort order stays, so that a policy does not depend on the order its roots came in.
+    real = sorted(((os.path.realpath(p), p) for p in paths), key=lambda pair: (len(pair[0]), pair[1]))
     kept, seen = [], set()
-    for resolved, path in real:     # an ancestor's real path is shorter: it comes first
+    for resolved, path in real:
         parents = Path(resolved).parents
         if resolved in seen or any(str(parent) in seen for parent in parents):
             continue
