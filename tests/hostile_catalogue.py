@@ -775,6 +775,53 @@ ATTACKS.update({
     shape = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2]) + (Q.shape[-2], V.shape[-1])
     return np.frombuffer(b"".join(chunks)).reshape(shape)
 ''')),
+    # Memory made resident before a measured call and reused during it takes no new page.
+    "memory_kept_buffer": Attack("tiled_attention", "build the full T × T matrix in a buffer made resident "
+                                 "when the answer cell ran, so that no call takes a new page", '''
+_KEPT = np.ones(1 << 25)                 # 256 MB, every page touched now
+
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    if Q.ndim != 2 or K.ndim != 2 or T_q * T_k > _KEPT.size:
+        S = Q @ np.swapaxes(K, -1, -2)
+    else:
+        S = np.matmul(Q, K.T, out=_KEPT[:T_q * T_k].reshape(T_q, T_k))
+    S /= np.sqrt(K.shape[-1])
+    if causal:
+        for i in range(T_q):
+            S[..., i, i + 1:] = -np.inf
+    S -= S.max(axis=-1, keepdims=True)
+    np.exp(S, out=S)
+    S /= S.sum(axis=-1, keepdims=True)
+    return S @ V
+''', lesson=MEASURED_LESSON),
+    "memory_allocator_keeps_freed_heap": Attack("tiled_attention", "have glibc keep freed memory (mallopt) and "
+                                                "free 512 MB when the answer cell runs, so that the full T × T "
+                                                "matrix reuses resident pages", '''
+import ctypes
+_libc = ctypes.CDLL(None)
+_libc.mallopt(-3, 1 << 30)               # M_MMAP_THRESHOLD: large blocks come from the heap
+_libc.mallopt(-1, 1 << 30)               # M_TRIM_THRESHOLD: freed heap stays resident
+_libc.mallopt(-4, 0)                     # M_MMAP_MAX: never a fresh mapping
+_pool = [np.ones(1 << 24) for _ in range(4)]       # 512 MB touched, then freed
+del _pool
+
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    if causal:
+        S = np.where(np.tril(np.ones(S.shape[-2:], dtype=bool)), S, -np.inf)
+    W = np.exp(S - S.max(axis=-1, keepdims=True))
+    return (W / W.sum(axis=-1, keepdims=True)) @ V
+''', lesson=MEASURED_LESSON),
+    "memory_inflated_short_call": _full_matrix(("take 400 MB during each short call, so that the long "
+                                                "one looks in proportion", '''
+    if Q.shape[-2] < 2048:
+        ballast = np.ones(50 << 20)      # 400 MB, every page touched
+        del ballast
+    return _attention(Q, K, V, causal)
+''')),
     "memory_clear_refs": _full_matrix(("reset its own peak resident memory (/proc/self/clear_refs)", '''
     O = _attention(Q, K, V, causal)
     try:

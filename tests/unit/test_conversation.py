@@ -260,6 +260,40 @@ def test_each_measured_call_is_its_own_batch_and_the_grader_measures_it():
     assert reply == {"stop": True}
 
 
+def test_kernels_can_take_turns_and_a_meter_handed_over_is_not_reset():
+    """``serve_until`` stops the first kernel's probe before the measured batches; each later
+    kernel resumes with a meter its caller started before any learner code ran there: the
+    conversation reads it but never resets it, and the results stay in the order of the batches."""
+    from attention_grading.spec import Call, Case, Spec
+
+    spec = Spec("measured", cases=lambda g: [Case("one", (1.0,))],
+                extra_calls=lambda g: [Call((2.0,)), Call((3.0,), memory=True), Call((4.0,), memory=True)])
+    g = np.random.default_rng(0)
+    cases = spec.cases(g)
+    batches, callbacks, extra, measured = plan_calls(spec, cases, g)
+    talk = Conversation(spec, Reference, batches, callbacks, set(), len(cases), extra, measured=measured)
+    talk.serve_until(min(measured))
+
+    def serve(expected_batches):
+        reply = talk.reply({"op": "ready"})
+        for batch in expected_batches:
+            assert reply["calls"] == batches[batch]
+            reply = talk.reply({"op": "results", "results": [{"value": kernel_probe.encode(float(batch))}]})
+        assert reply == {"stop": True} and talk.finished
+
+    serve([0, 1])                                     # the learner's own kernel: cases and unmeasured calls
+    with pytest.raises(StopTest):
+        talk.reply({"op": "ready"})                   # a second "ready" needs a new kernel
+    meters = []
+    for batch in sorted(measured):
+        meters.append(_Meter())
+        talk.resume(batch + 1, meters[-1])
+        serve([batch])
+    assert [m.started for m in meters] == [0, 0]
+    assert [r[0].get("peak") for r in talk.results] == [None, None, 11_000_000, 11_000_000]
+    assert [kernel_probe.decode(r[0]["value"]) for r in talk.results] == [0.0, 1.0, 2.0, 3.0]
+
+
 # ---------------------------------------------------------------- lent stand-ins and generators
 
 def test_an_earlier_lessons_function_is_lent_from_the_first_call_within_the_same_limits():

@@ -26,3 +26,24 @@ def test_a_stored_lesson_has_its_grade_cells(db_url):
         nb = gb.find_notebook("01_context_vectors", "01_context_vectors")
         points = {c.name: c.max_score for c in nb.grade_cells}
     assert points == {"softmax_matches_reference": 3.0, "w_answer": 1.0}
+
+
+def test_a_fresh_kernel_gets_the_lessons_given_code_and_the_answers_not_the_demonstrations():
+    """``definitions_before``: the given cells (set-up, provided functions) and the answer cells
+    before a test, never a visible check, a graded test or a demonstration."""
+    from pathlib import Path
+
+    from attention_grading.cells import grade_id
+
+    root = Path(__file__).resolve().parents[2] / "source"
+    for lesson, test, given, answers in (
+            ("08_long_context", "tiled_attention_matches_reference", ["setup", "full_attention_given"],
+             ["tiled_attention"]),
+            ("09_small_gpt", "generate_matches_reference", ["setup", "provided_training"],
+             ["positional_encoding", "numerical_gradient", "split_heads", "merge_heads", "multi_head_attention",
+              "layer_norm", "layer_norm_backward", "transformer_block", "sample_next", "generate"])):
+        cells = nbformat.read(root / lesson / f"{lesson}.ipynb", as_version=4).cells
+        plan = CellPlan(cells)
+        index = next(i for i, c in enumerate(cells) if grade_id(c) == test)
+        before = plan.definitions_before(index)
+        assert [[grade_id(cells[i]) for i in part] for part in before] == [given, answers]

@@ -1,5 +1,7 @@
 """judge: a learner's results on the hidden cases against the reference, explained in plain
 words, with the catalogued mistake named as data, and never an expected value shown."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -139,8 +141,37 @@ def test_generate_memory_is_judged_on_the_graders_figures_alone():
     assert lesson09.judge_generate_memory(None, calls, in_proportion) is None
     square = [{"peak": 40_000 * T + 8 * lesson09.MEMORY_HEADS * T * T} for T in lengths]
     assert "square of the length" in lesson09.judge_generate_memory(None, calls, square)
+    short = min(lengths)
+    inflated = [{"peak": 400_000_000 if T == short else 40_000 * T + 8 * lesson09.MEMORY_HEADS * T * T}
+                for T in lengths]
+    assert "square of the length" in lesson09.judge_generate_memory(None, calls, inflated)
     unmeasured = [{"peak": None} for _ in lengths]
     assert "could not measure" in lesson09.judge_generate_memory(None, calls, unmeasured)
+
+
+def _memory_results(calls, bytes_of):
+    return [{"value": np.zeros(call.args[0].shape), "peak": bytes_of(call.args[0].shape[0], call.kwargs["causal"])}
+            for call in calls]
+
+
+def test_tiled_memory_is_judged_on_growth_and_a_short_call_cannot_buy_credit(monkeypatch):
+    """Lesson 08: memory in proportion to T passes (with a constant on top); a T × T float64
+    array fails, and so does a boolean causal mask; a short call that takes hundreds of MB for
+    nothing does not make a long call's T × T array look in proportion."""
+    from attention_grading.specs import lesson08_long_context as lesson08
+
+    monkeypatch.setattr(lesson08, "_spot_error", lambda *args: 0.0)      # the values are not the point here
+    calls = lesson08.memory_calls(np.random.default_rng(5))
+    judge_memory = functools.partial(lesson08.judge_memory, None, calls)
+    assert judge_memory(_memory_results(calls, lambda T, causal: 3_000_000 + 2_500 * T)) is None
+    float64 = judge_memory(_memory_results(calls, lambda T, causal: 2_500 * T + 8 * T * T))
+    assert "T × T array" in float64
+    mask = judge_memory(_memory_results(calls, lambda T, causal: 2_500 * T + (T * T if causal else 0)))
+    assert "causal=True" in mask
+    long = max(call.args[0].shape[0] for call in calls)
+    inflated = judge_memory(_memory_results(calls, lambda T, causal: 400_000_000 if T < long // 2 else
+                                            2_500 * T + 8 * T * T))
+    assert "T × T array" in inflated
 
 
 def test_a_mistake_is_named_only_when_the_evidence_singles_it_out(cases):

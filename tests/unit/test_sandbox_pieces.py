@@ -200,3 +200,23 @@ def test_read_roots_inside_others_are_dropped_and_links_to_one_folder_kept_once(
     expected = [str(tmp_path / p) for p in ("bin", "etc", "usr/lib")]
     assert _outermost(paths) == expected
     assert _outermost(paths[::-1]) == expected
+
+
+def test_a_measurement_kernels_request_starts_empty_and_as_confined(tmp_path):
+    """``SandboxRequest.fresh``: a new scratch folder whose submission folder is empty (no file of
+    the learner's, nothing an earlier kernel left), with the same protected paths, limits and account."""
+    import shutil
+
+    from attention_grading.kernels import SandboxRequest
+    from attention_grading.sandbox.limits import Limits
+
+    (tmp_path / "submission").mkdir()
+    (tmp_path / "submission" / "numpy.py").write_text("raise SystemExit")
+    request = SandboxRequest(str(tmp_path), str(tmp_path / "submission"), ["/course", "/instructor"], Limits(), None)
+    fresh = request.fresh()
+    try:
+        assert fresh.scratch != request.scratch and os.listdir(fresh.seed) == []
+        assert os.listdir(fresh.scratch) == ["submission"]
+        assert (fresh.protected, fresh.limits, fresh.account) == (request.protected, request.limits, request.account)
+    finally:
+        shutil.rmtree(fresh.scratch)

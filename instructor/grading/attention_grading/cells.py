@@ -38,6 +38,15 @@ def is_test(cell):
     return is_code(cell) and bool(role(cell).get("grade")) and not role(cell).get("solution")
 
 
+def is_given_code(cell):
+    """Code the lesson gives (its set-up, provided functions): locked, neither an answer nor a
+    test, and not a visible check (a check opens with its docstring)."""
+    meta = role(cell)
+    if not is_code(cell) or not meta.get("locked") or meta.get("grade") or meta.get("solution"):
+        return False
+    return not _source(cell).lstrip().startswith(("'''", '"""'))
+
+
 def is_written_answer(cell):
     """A manually graded answer (markdown, or code graded by hand)."""
     meta = role(cell)
@@ -65,12 +74,15 @@ class CellPlan:
 
     def __init__(self, cells):
         self.solutions, self.owner, self.hidden, self.tests, self.written = {}, {}, {}, [], []
-        self.grade_ids = {}
+        self.grade_ids, self.given, self.answers = {}, [], []
         current = None
         for index, cell in enumerate(cells):
             if grade_id(cell):
                 self.grade_ids[index] = grade_id(cell)
+            if is_given_code(cell):
+                self.given.append(index)
             if is_solution_code(cell) and not role(cell).get("grade"):
+                self.answers.append(index)
                 current = grade_id(cell)
                 self.solutions[current] = index
                 self.owner[index] = current
@@ -82,6 +94,11 @@ class CellPlan:
                     self.hidden[index] = name
             elif is_written_answer(cell):
                 self.written.append(index)
+
+    def definitions_before(self, index):
+        """(the given cells, the answer cells) before cell ``index``: what a fresh kernel runs to
+        have the learner's functions as the learner's notebook had them, without its demonstrations."""
+        return [i for i in self.given if i < index], [i for i in self.answers if i < index]
 
     def tests_of(self, function):
         return [i for i in self.tests if self.owner.get(i) == function]

@@ -9,6 +9,8 @@ It replaces nbgrader's ``Execute`` (see ``nbgrader_config.py``) and adds, per no
 - hidden tests driven from here: a hidden test cell's visible part runs in the kernel, its hidden
   block never does; the grader sends the cases in as data and judges what comes back
   (``hidden_tests``), so no reference, spec or expected value ever enters the kernel;
+- measurements in kernels of their own: each call whose memory decides points runs in a fresh
+  kernel where the grader's meter started before any learner code (``fresh_measurement``);
 - a verdict for every graded code cell, decided here and never read from the cell's outputs:
   the hidden test's, or (a graded cell without one, which no lesson has) whether the cell ran
   without an error; a test whose visible part failed, or that did not run, fails. The verdicts go
@@ -34,7 +36,8 @@ from . import sandbox
 from . import spec as spec_module
 from .case_secret import course_secret, notebook_digest
 from .cells import CellPlan, error_output, grade_id, mentions, split_hidden
-from .hidden_tests import Conversation, ConversationLimits, KernelSession, StopTest, decide, plan_calls
+from .fresh_measurement import FreshKernelMeasurement
+from .hidden_tests import Conversation, ConversationLimits, KernelSession, StopTest, cases_pass, decide, plan_calls
 from .kernels import KernelSandboxError, SandboxedKernelManager, SandboxRequest
 from .output_caps import OutputBudget
 from .recovery import KernelRecovery
@@ -49,7 +52,7 @@ def _code_digest(source):
     return hashlib.sha256(source.strip().encode()).hexdigest()
 
 
-class GuardedExecute(KernelRecovery, Execute):
+class GuardedExecute(KernelRecovery, FreshKernelMeasurement, Execute):
     """nbgrader's Execute, with sandboxed kernels, grader-driven hidden tests and crash recovery."""
 
     notebook_timeout = Integer(600, help="Seconds for the whole notebook; later cells are not run.").tag(config=True)
@@ -106,12 +109,14 @@ class GuardedExecute(KernelRecovery, Execute):
     # ------------------------------------------------------------------ the kernel and its sandbox
 
     def create_kernel_manager(self):
-        km = super().create_kernel_manager()
+        return self._configure_kernel_manager(super().create_kernel_manager(), self._sandbox_request, self._scratch)
+
+    def _configure_kernel_manager(self, km, request, scratch):
         km.fork_kernels = self.fork_kernels
         limits = ConversationLimits(parent=self)
         km.max_message_bytes, km.message_queue = limits.max_message_bytes, limits.message_queue
-        km.sandbox_request = self._sandbox_request
-        km.connection_file = os.path.join(self._scratch, "connection.json")
+        km.sandbox_request = request
+        km.connection_file = os.path.join(scratch, "connection.json")
         return km
 
     def _prepare_sandbox(self, resources):
@@ -336,23 +341,17 @@ class GuardedExecute(KernelRecovery, Execute):
         cases = spec.cases(g)
         batches, callbacks, extra, measured = plan_calls(spec, cases, g)
         session = KernelSession(self.kc, self.km)
-        meter = session.meter() if measured else None
         conversation = Conversation(spec, self._reference, batches, callbacks, self._completed, len(cases),
-                                    extra, ConversationLimits(parent=self), measured, meter)
+                                    extra, ConversationLimits(parent=self), measured)
+        conversation.serve_until(min(measured, default=len(batches)))    # measured calls: fresh kernels
         started = monotonic()
         timeout = self.hidden_test_timeout or self.timeout or 30
         if name in self._crashing:      # it already hung or crashed a kernel in this notebook
             timeout = min(timeout, max(self.timeout_after_hang, 1))
         stopped = None
         try:
-            try:
-                run_sync(session.run)(conversation, timeout, until=max(self._deadline, monotonic() + 1),
-                                      measurement_factor=self.measurement_timeout_factor)
-            except StopTest:
-                raise
-            except Exception as exc:    # a message the grader cannot read
-                raise StopTest(REFUSED, conversation.calls_done,
-                               f"the kernel sent a message the grader cannot read ({type(exc).__name__})") from None
+            run_sync(session.serve)(conversation, timeout, until=max(self._deadline, monotonic() + 1),
+                                    measurement_factor=self.measurement_timeout_factor)
         except StopTest as stop:
             stopped = stop
             if stop.kind == CRASHED:
@@ -366,8 +365,8 @@ class GuardedExecute(KernelRecovery, Execute):
                     self._hung_once = True
                     self._mark_broken(cell.source, index)
                 self._recover(index)
-        if meter is not None:
-            meter.close()
+        if stopped is None and measured and cases_pass(spec, self._reference, cases, conversation):
+            stopped = self._measure_in_fresh_kernels(conversation, index, timeout)
         verdict = decide(spec, self._reference, cases, conversation, stopped)
         verdict.seconds = monotonic() - started
         return verdict

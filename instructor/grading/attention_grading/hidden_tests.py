@@ -136,9 +136,13 @@ class Conversation:
     """The grader's side of one hidden test (see the module docstring).
 
     ``measured``: the batches whose memory the grader measures with ``meter``
-    (``sandbox.meter``): it resets the peak as it hands such a batch out and reads the growth when
-    the results come back, so each of those results' ``peak`` is the grader's figure; a kernel
-    cannot report one."""
+    (``sandbox.meter``): it reads the growth when the results come back, so each of those
+    results' ``peak`` is the grader's figure; a kernel cannot report one. The meter is reset as
+    such a batch goes out, unless a caller that started it already hands it over with ``resume``.
+
+    One conversation may be served by several kernels in turn: ``serve_until`` stops the first
+    one's probe before a given batch, ``resume`` lets the next kernel's probe take up from there
+    (``GuardedExecute`` measures each call in a fresh kernel of its own)."""
 
     def __init__(self, spec, reference, batches, callbacks, completed, cases_batches=None, extra=(),
                  limits=None, measured=(), meter=None):
@@ -147,11 +151,24 @@ class Conversation:
         self.batches, self.callbacks, self.extra = batches, callbacks, list(extra)
         self.cases_batches = cases_batches if cases_batches is not None else len(batches)
         self.completed = set(completed)
-        self.measured, self.meter = set(measured), meter
+        self.measured, self.meter, self.reset_meter = set(measured), meter, True
         self.results, self.next_batch, self.requests = [], 0, 0
+        self.until = len(batches)    # the batch at which this kernel's probe is told to stop
         self.stand_ins = {}          # {batch index: {name: requests}}: the stand-ins each batch asked for
         self.stand_in_calls = {}     # {batch index: [(name, {parameter: what it was given})]}: what they were given
         self.started = self.finished = False
+
+    def serve_until(self, batch):
+        """The probe in the current kernel stops before ``batch``."""
+        self.until = min(batch, len(self.batches))
+
+    def resume(self, until, meter=None):
+        """A new kernel's probe serves the next batches, up to ``until``; ``meter``, if given, was
+        started by the caller before any learner code ran in that kernel, and is not reset here."""
+        self.started = self.finished = False
+        self.until = min(until, len(self.batches))
+        if meter is not None:
+            self.meter, self.reset_meter = meter, False
 
     @property
     def calls_done(self):
@@ -180,9 +197,9 @@ class Conversation:
         raise StopTest(REFUSED, self.calls_done, f"the kernel sent an unexpected request ({str(op)[:40]})")
 
     def _next(self):
-        if self.next_batch < len(self.batches):
+        if self.next_batch < self.until:
             self.next_batch += 1
-            if self.next_batch - 1 in self.measured and self.meter is not None:
+            if self.next_batch - 1 in self.measured and self.meter is not None and self.reset_meter:
                 self.meter.start()       # the last thing before the batch goes out
             return {"calls": self.batches[self.next_batch - 1]}
         self.finished = True
@@ -288,6 +305,16 @@ class KernelSession:
 
         return meter_for(self.km.kernel_pid())
 
+    async def serve(self, conversation, timeout, until=None, measurement_factor=4.0):
+        """``run``, with a message the grader cannot read taken as a refusal (``StopTest``)."""
+        try:
+            await self.run(conversation, timeout, until=until, measurement_factor=measurement_factor)
+        except StopTest:
+            raise
+        except Exception as exc:
+            raise StopTest(REFUSED, conversation.calls_done,
+                           f"the kernel sent a message the grader cannot read ({type(exc).__name__})") from None
+
     async def run(self, conversation, timeout, until=None, measurement_factor=4.0):
         """Serve until the probe's execute reply arrives; StopTest on a timeout or a dead kernel.
 
@@ -310,7 +337,7 @@ class KernelSession:
                 raise StopTest(TIMEOUT, conversation.calls_done)
             events = dict(await poller.poll(int(min(left, 1.0) * 1000)))
             if not events:
-                if not await _alive(self.km):
+                if not await kernel_alive(self.km):
                     raise StopTest(CRASHED, conversation.calls_done)
                 continue
             if iopub in events:
@@ -345,7 +372,7 @@ class KernelSession:
         """After a stop: interrupt the probe and wait for its reply; False if the kernel does not
         answer (it ignores interrupts, or is gone), so that the caller replaces it. A kernel that
         takes the interrupt answers within milliseconds: a longer wait only delays the fresh one."""
-        if not await _alive(km):
+        if not await kernel_alive(km):
             return False
         await _maybe_await(km.interrupt_kernel())
         deadline = time.monotonic() + seconds
@@ -367,7 +394,7 @@ async def _maybe_await(value):
     return await value if asyncio.iscoroutine(value) else value
 
 
-async def _alive(km):
+async def kernel_alive(km):
     result = km.is_alive()
     return await result if asyncio.iscoroutine(result) else result
 
@@ -407,11 +434,20 @@ def run_locally(spec, reference, namespace, g, completed=()):
     return decide(spec, reference, cases, conversation)
 
 
+def _case_results(conversation, cases):
+    return [dict(batch[0], stand_ins=conversation.stand_ins.get(index, {}),
+                 stand_in_calls=conversation.stand_in_calls.get(index, []))
+            for index, batch in enumerate(conversation.results[:len(cases)])]
+
+
+def cases_pass(spec, reference, cases, conversation):
+    """Are the results on every case right? (If not, no measurement can change the verdict.)"""
+    return judge(spec, reference, cases, _case_results(conversation, cases)).passed
+
+
 def decide(spec, reference, cases, conversation, stopped=None):
     """The verdict, from the results gathered (and how the test stopped, if it stopped early)."""
-    results = [dict(batch[0], stand_ins=conversation.stand_ins.get(index, {}),
-                    stand_in_calls=conversation.stand_in_calls.get(index, []))
-               for index, batch in enumerate(conversation.results[:len(cases)])]
+    results = _case_results(conversation, cases)
     if stopped is not None:
         index = min(stopped.index, len(cases) - 1)
         label = cases[index].label if stopped.index < len(cases) else "the measurement calls"

@@ -76,6 +76,17 @@ class SandboxRequest:
         limits = Limits(**{**Limits().as_dict(), **(limit_overrides or {})})
         return cls(scratch, seed, [course_root, str(INSTRUCTOR_DIR), folder], limits, account)
 
+    def fresh(self):
+        """The same confinement in a new scratch folder that starts empty: no file of the
+        submission and nothing an earlier kernel of it left there (a module that shadows numpy,
+        say) can run before the code the caller runs first."""
+        scratch = tempfile.mkdtemp(prefix="attention-kernel-")
+        seed = os.path.join(scratch, "submission")
+        os.mkdir(seed)
+        if self.account is not None:
+            os.chmod(scratch, 0o711)
+        return SandboxRequest(scratch, seed, self.protected, self.limits, self.account)
+
     def policy(self, channels, requested_env, connection_file):
         root = os.path.join(self.scratch, "sandbox")
         env = sandbox.kernel_environment(requested_env, root)

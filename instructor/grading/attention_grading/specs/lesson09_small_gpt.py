@@ -588,6 +588,8 @@ def judge_passing_on(R, case, calls):
 #: holds (64, T, 1) keys and values. From the short length to the long one the memory must grow
 #: in proportion to T; what grows faster, by more than half of one (64, T, T) float64 array at the
 #: long length, fails.
+#: Each call runs in a fresh kernel (fresh_measurement); a short call that takes more than it
+#: needs earns no more credit than half of one (64, T, T) float64 array at the long length.
 SHORT_STEPS, LONG_STEPS = (14, 22), (100, 128)       # ranges the two lengths are drawn from
 MEMORY_PROMPT, MEMORY_HEADS, MEMORY_REPEATS = 2, 64, 2
 
@@ -609,14 +611,17 @@ def judge_generate_memory(R, calls, results):
     growth = {}
     for call, result in zip(calls, results):
         if "raised" in result:
-            return f"On the memory measurement (greedy, two lengths), your generate raised {result['raised']}"
+            return (f"On the memory measurement (greedy, two lengths), your generate raised {result['raised']} "
+                    "(the memory calls run in a fresh kernel that has run only the lesson's given cells and "
+                    "your answer cells)")
         if result.get("peak") is None:
             return "The grader could not measure the memory your generate took."
         T = MEMORY_PROMPT + int(call.args[2])
         growth[T] = min(growth.get(T, np.inf), max(result["peak"], 1))
     short, long = sorted(growth)
     ratio, small, large = long / short, growth[short], growth[long]
-    excess, one = large - ratio * small, 8 * MEMORY_HEADS * long * long
+    one = 8 * MEMORY_HEADS * long * long
+    excess = large - min(ratio * small, one / 2)
     if excess > one / 2:
         return (f"From {short} to {long} tokens, {ratio:.1f} times as many, the memory your generate took grew "
                 f"from {small / 1e6:.2f} MB to {large / 1e6:.2f} MB: "

@@ -1,0 +1,106 @@
+"""Calls whose memory decides points, each in a fresh kernel where no learner code ran before the
+grader started its meter.
+
+A kernel that has run the learner's notebook can hold memory it made resident earlier: a buffer
+kept in a global, or freed heap it told the allocator to keep (``mallopt``). A call that reuses
+that memory takes no new page, however large its arrays, so no meter outside the kernel sees it
+grow. Here each measured call gets a kernel of its own, in a new sandbox (its own memory cgroup)
+with an empty scratch folder: the lesson's given cells run there (the course's own code), the
+memory they freed goes back to the system, the grader starts the meter, and only then do the
+learner's answer cells run, then the one call. Whatever the learner's code uses during the call
+was taken after the meter started, so it counts; memory inherited from the kernel's warm parent is
+shared copy-on-write, and a page written there is charged to the new kernel too.
+"""
+import os
+import shutil
+import tempfile
+from queue import Empty
+from time import monotonic
+
+from nbclient.util import run_sync
+
+from .hidden_tests import KernelSession, StopTest, kernel_alive
+from .results import CRASHED, TIMEOUT
+
+# Run by the grader after the given cells, before the meter starts: garbage collected and the
+# allocator's free memory handed back, so that the learner's code finds no page to reuse.
+SETTLE = """\
+import gc as _gc, ctypes as _ctypes
+_gc.collect()
+try:
+    _ctypes.CDLL(None).malloc_trim(0)
+except (OSError, AttributeError):
+    pass
+del _gc, _ctypes
+"""
+
+
+class GivenCellFailed(RuntimeError):
+    """A cell of the lesson's own code failed in a fresh kernel: the course's fault, not the learner's."""
+
+
+class FreshKernelMeasurement:
+    """A mixin for ``GuardedExecute``: ``_measure_in_fresh_kernels`` serves a hidden test's
+    measured batches, one fresh kernel each. It uses the executor's kernel settings and its
+    ``_configure_kernel_manager``."""
+
+    def _measure_in_fresh_kernels(self, conversation, index, timeout):
+        """Serve every measured batch of ``conversation`` (the last ones) for the hidden test in
+        cell ``index``; the ``StopTest`` that ended one early, or None."""
+        given, answers = self._plan.definitions_before(index)
+        given = [self.nb.cells[i].source for i in given]
+        answers = [self.nb.cells[i].source for i in answers]
+        for batch in sorted(conversation.measured):
+            try:
+                run_sync(self._measure_one)(conversation, batch, given, answers, timeout)
+            except StopTest as stop:
+                return stop
+        return None
+
+    async def _measure_one(self, conversation, batch, given, answers, timeout):
+        request = self._sandbox_request.fresh() if self._sandbox_request is not None else None
+        scratch = request.scratch if request is not None else tempfile.mkdtemp(prefix="attention-kernel-")
+        km = self.kernel_manager_class(config=self.config, kernel_name=self.km.kernel_name)
+        self._configure_kernel_manager(km, request, scratch)
+        kc = meter = None
+        until = max(self._deadline, monotonic() + 1)
+        try:
+            await km.start_kernel(extra_arguments=self.extra_arguments, cwd=scratch)
+            kc = km.client()
+            kc.start_channels()
+            await kc.wait_for_ready(timeout=self.startup_timeout)
+            session = KernelSession(kc, km)
+            for source in [*given, SETTLE]:
+                content = await self._run_code(session, source, self.timeout or 30, until, conversation)
+                if content.get("status") != "ok":
+                    raise GivenCellFailed(f"{content.get('ename')}: {content.get('evalue')}"[:300])
+            meter = session.meter()
+            meter.start()
+            for source in answers:       # learner code: from here on, what it takes counts
+                await self._run_code(session, source, self.timeout or 30, until, conversation)
+            conversation.resume(batch + 1, meter)
+            await session.serve(conversation, timeout, until=until, measurement_factor=self.measurement_timeout_factor)
+        finally:
+            if meter is not None:
+                meter.close()
+            if kc is not None:
+                kc.stop_channels()
+            if km.has_kernel:
+                await km.shutdown_kernel(now=True)
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    @staticmethod
+    async def _run_code(session, source, timeout, until, conversation):
+        """The execute reply's content for ``source``; StopTest if it hangs or its kernel dies."""
+        msg_id = session.kc.execute(source, store_history=False, allow_stdin=False, stop_on_error=False)
+        deadline = min(monotonic() + timeout, until)
+        while (left := deadline - monotonic()) > 0:
+            try:
+                reply = await session.kc.get_shell_msg(timeout=min(left, 1.0))
+            except Empty:
+                if not await kernel_alive(session.km):
+                    raise StopTest(CRASHED, conversation.calls_done) from None
+                continue
+            if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                return reply.get("content", {})
+        raise StopTest(TIMEOUT, conversation.calls_done)
