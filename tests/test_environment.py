@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tomllib
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
@@ -118,6 +119,7 @@ def _resolve(*args):
     return {_name(item["metadata"]["name"]): item["metadata"]["version"] for item in report["install"]}
 
 
+@pytest.mark.full      # pip's resolver, about 30 s: the quick tier keeps the other packaging checks
 def test_the_lowest_claimed_python_resolves_the_learners_requirements():
     """pip resolves `pip install .`'s requirements for the lowest requires-python version, and
     with constraints.txt it picks exactly the tested versions."""
