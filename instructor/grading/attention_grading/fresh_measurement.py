@@ -11,7 +11,6 @@ learner's answer cells run, then the one call. Whatever the learner's code uses 
 was taken after the meter started, so it counts; memory inherited from the kernel's warm parent is
 shared copy-on-write, and a page written there is charged to the new kernel too.
 """
-import os
 import shutil
 import tempfile
 from queue import Empty
