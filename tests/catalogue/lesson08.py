@@ -309,6 +309,7 @@ DIAGNOSES = {
         "scale_by_d_k": ("d_k instead of √d_k",),
         "builds_full_score_matrix": ("t²", "float64"),
         "builds_full_causal_mask": ("t²",),
+        "builds_causal_mask_by_comparison": ("t²",),
         "no_running_max": ("nothing is subtracted",),
         "softmax_per_block_then_average": ("own softmax",),
         "scales_Q_in_place": ("in place", "argument q"),
@@ -423,5 +424,9 @@ def tiled_attention(Q, K, V, block_size=64, causal=False):
 
 
 # The correction upside down, exp(m_new − m_old): inf at the first block, and NaN from there on.
+# The leanest full causal mask: one (T, T) boolean comparison, nothing else of size T × T.
+WRONG["tiled_attention"]["builds_causal_mask_by_comparison"] = WRONG["tiled_attention"]["builds_full_causal_mask"].replace(
+    "mask = np.tril(np.ones((T_q, T_k), dtype=bool)) if causal else None",
+    "mask = (np.arange(T_q)[:, None] >= np.arange(T_k)) if causal else None")
 WRONG["tiled_attention"]["rescale_exponent_flipped"] = CORRECT["tiled_attention"]["key_blocks_only"].replace(
     "shrink = np.exp(running_max - new_max)", "shrink = np.exp(new_max - running_max)")
