@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from attention_grading import hidden_tests, kernel_probe
+from attention_grading.fresh_measurement import last_batch_of_each_kernel
 from attention_grading.hidden_tests import Conversation, StopTest, plan_calls, run_locally
 from attention_grading.results import REFUSED
 from attention_grading.spec import Callback, Case, Spec
@@ -247,7 +248,7 @@ def test_each_measured_call_is_its_own_batch_and_the_grader_measures_it():
     g = np.random.default_rng(0)
     cases = spec.cases(g)
     batches, callbacks, extra, measured = plan_calls(spec, cases, g)
-    assert [len(b) for b in batches] == [1, 1, 1, 1] and measured == {2, 3}
+    assert [len(b) for b in batches] == [1, 1, 1, 1] and measured == {2: 0, 3: 1}
     meter = _Meter()
     talk = Conversation(spec, Reference, batches, callbacks, set(), len(cases), extra, measured=measured, meter=meter)
     reply = talk.reply({"op": "ready"})
@@ -285,13 +286,42 @@ def test_kernels_can_take_turns_and_a_meter_handed_over_is_not_reset():
     with pytest.raises(StopTest):
         talk.reply({"op": "ready"})                   # a second "ready" needs a new kernel
     meters = []
-    for batch in sorted(measured):
+    for batch in last_batch_of_each_kernel(measured):
         meters.append(_Meter())
         talk.resume(batch + 1, meters[-1])
         serve([batch])
     assert [m.started for m in meters] == [0, 0]
     assert [r[0].get("peak") for r in talk.results] == [None, None, 11_000_000, 11_000_000]
     assert [kernel_probe.decode(r[0]["value"]) for r in talk.results] == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_measured_calls_that_share_a_kernel_come_together_and_read_one_meter():
+    """``Call.kernel``: calls with the same key are planned as consecutive batches for one fresh
+    kernel, in the order given (the others keep a kernel each); within it the meter, started once,
+    is read after each call and never reset, so a later call's figure includes the earlier one's."""
+    from attention_grading.spec import Call, Case, Spec
+
+    spec = Spec("measured", cases=lambda g: [Case("one", (1.0,))],
+                extra_calls=lambda g: [Call((2.0,), memory=True, kernel="long"), Call((3.0,), memory=True),
+                                       Call((4.0,), memory=True, kernel="long"), Call((5.0,))])
+    g = np.random.default_rng(0)
+    cases = spec.cases(g)
+    batches, callbacks, extra, measured = plan_calls(spec, cases, g)
+    assert [c.args for c in extra] == [(5.0,), (2.0,), (4.0,), (3.0,)]
+    assert measured == {2: 0, 3: 0, 4: 1} and last_batch_of_each_kernel(measured) == [3, 4]
+    talk = Conversation(spec, Reference, batches, callbacks, set(), len(cases), extra, measured=measured)
+    talk.serve_until(min(measured))
+    reply = talk.reply({"op": "ready"})
+    while "calls" in reply:
+        reply = talk.reply({"op": "results", "results": [{"value": kernel_probe.encode(0.0)}]})
+    shared = _Meter()
+    talk.resume(4, shared)
+    reply = talk.reply({"op": "ready"})
+    for batch in (2, 3):
+        assert reply["calls"] == batches[batch]
+        reply = talk.reply({"op": "results", "results": [{"value": kernel_probe.encode(float(batch))}]})
+    assert reply == {"stop": True} and shared.started == 0
+    assert [r[0].get("peak") for r in talk.results] == [None, None, 11_000_000, 22_000_000]
 
 
 # ---------------------------------------------------------------- lent stand-ins and generators

@@ -173,6 +173,13 @@ def test_tiled_memory_is_judged_on_growth_and_a_short_call_cannot_buy_credit(mon
     inflated = judge_memory(_memory_results(calls, lambda T, causal: 400_000_000 if T < long // 2 else
                                             2_500 * T + 8 * T * T))
     assert "T × T array" in inflated
+    # As the grader reads them: one kernel per length, the causal figure the most since the meter started.
+    def shared_kernel(bytes_of):
+        return lambda T, causal: max(bytes_of(T, False), bytes_of(T, True)) if causal else bytes_of(T, False)
+
+    assert judge_memory(_memory_results(calls, shared_kernel(lambda T, causal: 3_000_000 + 2_500 * T))) is None
+    assert "causal=True" in judge_memory(_memory_results(calls, shared_kernel(
+        lambda T, causal: 1_500_000 + 2_500 * T + (T * T if causal else 0))))
 
 
 def test_a_mistake_is_named_only_when_the_evidence_singles_it_out(cases):

@@ -9,8 +9,8 @@ It replaces nbgrader's ``Execute`` (see ``nbgrader_config.py``) and adds, per no
 - hidden tests driven from here: a hidden test cell's visible part runs in the kernel, its hidden
   block never does; the grader sends the cases in as data and judges what comes back
   (``hidden_tests``), so no reference, spec or expected value ever enters the kernel;
-- measurements in kernels of their own: each call whose memory decides points runs in a fresh
-  kernel where the grader's meter started before any learner code (``fresh_measurement``);
+- measurements in kernels of their own: the calls whose memory decides points run in fresh
+  kernels where the grader's meter started before any learner code (``fresh_measurement``);
 - a verdict for every graded code cell, decided here and never read from the cell's outputs:
   the hidden test's, or (a graded cell without one, which no lesson has) whether the cell ran
   without an error; a test whose visible part failed, or that did not run, fails. The verdicts go
@@ -366,7 +366,7 @@ class GuardedExecute(KernelRecovery, FreshKernelMeasurement, Execute):
                     self._mark_broken(cell.source, index)
                 self._recover(index)
         if stopped is None and measured and cases_pass(spec, self._reference, cases, conversation):
-            stopped = self._measure_in_fresh_kernels(conversation, index, timeout)
+            stopped = self._measure_in_fresh_kernels(conversation, measured, index, timeout)
         verdict = decide(spec, self._reference, cases, conversation, stopped)
         verdict.seconds = monotonic() - started
         return verdict

@@ -4,12 +4,17 @@ grader started its meter.
 A kernel that has run the learner's notebook can hold memory it made resident earlier: a buffer
 kept in a global, or freed heap it told the allocator to keep (``mallopt``). A call that reuses
 that memory takes no new page, however large its arrays, so no meter outside the kernel sees it
-grow. Here each measured call gets a kernel of its own, in a new sandbox (its own memory cgroup)
+grow. Here measured calls run in a kernel of their own, in a new sandbox (its own memory cgroup)
 with an empty scratch folder: the lesson's given cells run there (the course's own code), the
 memory they freed goes back to the system, the grader starts the meter, and only then do the
-learner's answer cells run, then the one call. Whatever the learner's code uses during the call
-was taken after the meter started, so it counts; memory inherited from the kernel's warm parent is
+learner's answer cells run, then the calls. Whatever the learner's code uses during a call was
+taken after the meter started, so it counts; memory inherited from the kernel's warm parent is
 shared copy-on-write, and a page written there is charged to the new kernel too.
+
+Calls that share a kernel (``Call.kernel``: lesson 08's full and causal call at one length) run
+one after the other and the meter is never reset between them, so each figure is the most the
+sandbox took since the meter started: a later call can only read higher, never hide in memory an
+earlier one left behind. A kernel per group rather than per call halves the kernels started.
 """
 import shutil
 import tempfile
@@ -34,29 +39,39 @@ del _gc, _ctypes
 """
 
 
+def last_batch_of_each_kernel(measured):
+    """``measured`` ({batch: kernel}, one kernel's batches consecutive): the last batch each
+    kernel serves, in order."""
+    batches = sorted(measured)
+    return [batch for batch, following in zip(batches, [*batches[1:], None])
+            if following is None or measured[following] != measured[batch]]
+
+
 class GivenCellFailed(RuntimeError):
     """A cell of the lesson's own code failed in a fresh kernel: the course's fault, not the learner's."""
 
 
 class FreshKernelMeasurement:
     """A mixin for ``GuardedExecute``: ``_measure_in_fresh_kernels`` serves a hidden test's
-    measured batches, one fresh kernel each. It uses the executor's kernel settings and its
+    measured batches, each group in a fresh kernel. It uses the executor's kernel settings and its
     ``_configure_kernel_manager``."""
 
-    def _measure_in_fresh_kernels(self, conversation, index, timeout):
-        """Serve every measured batch of ``conversation`` (the last ones) for the hidden test in
-        cell ``index``; the ``StopTest`` that ended one early, or None."""
+    def _measure_in_fresh_kernels(self, conversation, measured, index, timeout):
+        """Serve the measured batches of ``conversation`` (the last ones; ``measured``: {batch:
+        its kernel}, from ``plan_calls``) for the hidden test in cell ``index``; the ``StopTest``
+        that ended one early, or None."""
         given, answers = self._plan.definitions_before(index)
         given = [self.nb.cells[i].source for i in given]
         answers = [self.nb.cells[i].source for i in answers]
-        for batch in sorted(conversation.measured):
+        for last in last_batch_of_each_kernel(measured):
             try:
-                run_sync(self._measure_one)(conversation, batch, given, answers, timeout)
+                run_sync(self._measure_in_one_kernel)(conversation, last, given, answers, timeout)
             except StopTest as stop:
                 return stop
         return None
 
-    async def _measure_one(self, conversation, batch, given, answers, timeout):
+    async def _measure_in_one_kernel(self, conversation, last, given, answers, timeout):
+        """Serve the conversation's next batches, up to ``last``, in a fresh kernel."""
         request = self._sandbox_request.fresh() if self._sandbox_request is not None else None
         scratch = request.scratch if request is not None else tempfile.mkdtemp(prefix="attention-kernel-")
         km = self.kernel_manager_class(config=self.config, kernel_name=self.km.kernel_name)
@@ -77,7 +92,7 @@ class FreshKernelMeasurement:
             meter.start()
             for source in answers:       # learner code: from here on, what it takes counts
                 await self._run_code(session, source, self.timeout or 30, until, conversation)
-            conversation.resume(batch + 1, meter)
+            conversation.resume(last + 1, meter)
             await session.serve(conversation, timeout, until=until, measurement_factor=self.measurement_timeout_factor)
         finally:
             if meter is not None:

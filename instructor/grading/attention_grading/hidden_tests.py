@@ -86,22 +86,32 @@ def wire_call(target, args, kwargs, callbacks, record_warnings=False):
 def plan_calls(spec, cases, g):
     """(batches of wire calls, callbacks, extra calls, the batches whose memory the grader
     measures): one batch per case, then one of the extra calls (drawn from ``g``, the generator
-    the cases came from), except that each call whose memory is measured is a batch of its own."""
+    the cases came from), except that each call whose memory is measured is a batch of its own.
+
+    The measured batches come last, as ``{batch: the fresh kernel that serves it}`` (numbered from
+    0); the batches of one kernel (``Call.kernel``) are consecutive, in the order given."""
     callbacks = {}
     batches = [[wire_call(spec.target, case.args, case.kwargs, callbacks,
                           record_warnings=spec.warnings_fail is not None)] for case in cases]
     extra = [c for c in (spec.extra_calls(g) if spec.extra_calls else []) if isinstance(c, Call)]
-    extra = [c for c in extra if not c.memory] + [c for c in extra if c.memory]
-    measured = set()
-    for call in extra:
-        wired = wire_call(call.target or spec.target, call.args, call.kwargs, callbacks, record_warnings=call.warnings)
+    plain, kernels, in_kernels = [c for c in extra if not c.memory], {}, []
+    for position, call in enumerate(extra):
         if call.memory:
-            measured.add(len(batches))
-            batches.append([wired])
-        elif len(batches) > len(cases):
+            key = ("own", position) if call.kernel is None else ("shared", call.kernel)
+            in_kernels.append((kernels.setdefault(key, len(kernels)), call))
+    in_kernels.sort(key=lambda pair: pair[0])          # stable: one kernel's calls in the order given
+    extra = plain + [call for _, call in in_kernels]
+    for call in plain:
+        wired = wire_call(call.target or spec.target, call.args, call.kwargs, callbacks, record_warnings=call.warnings)
+        if len(batches) > len(cases):
             batches[-1].append(wired)
         else:
             batches.append([wired])
+    measured = {}
+    for kernel, call in in_kernels:
+        measured[len(batches)] = kernel
+        batches.append([wire_call(call.target or spec.target, call.args, call.kwargs, callbacks,
+                                  record_warnings=call.warnings)])
     return batches, callbacks, extra, measured
 
 

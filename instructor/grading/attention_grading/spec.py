@@ -51,6 +51,10 @@ class Call:
     kwargs: dict = field(default_factory=dict)
     target: Any = None           # default: the spec's target
     memory: bool = False         # the grader measures the memory the sandbox takes during it (a batch of its own)
+    # Measured calls with the same key share one fresh kernel, in order, and the meter is never reset
+    # between them: each one's figure is the most the sandbox took since that kernel's meter started.
+    # None: a fresh kernel of its own.
+    kernel: Any = None
     warnings: bool = False       # record the RuntimeWarnings it raises
     note: Any = None             # what judge_extra needs besides the call (stays in the grader)
 

@@ -9,9 +9,11 @@ from ..spec import Bug, Call, Case, Spec, register
 # one to the other it must grow in proportion to the length (a copy of Q, K and V, one block of
 # scores), not like a T × T array. What grows faster than in proportion, beyond half a T × T
 # array of booleans at the long length (the smallest such array: 8.4 MB at T = 4096), fails.
-# Each call runs in a fresh kernel (fresh_measurement), so one call's memory cannot hide in
-# another's. Any call there takes about 1.2-2 MB whatever T (the probe's messages, the heap grown
-# again); CALL_OVERHEAD of it is taken off both figures first, or the short call's share, times
+# Each length's two calls (full, then causal) run in a fresh kernel of their own
+# (fresh_measurement), and the causal call's figure is the most the sandbox took since the meter
+# started there: at least the full call's, so memory the full call left behind cannot hide a T × T
+# array the causal call builds. Any call there takes about 1.2-2 MB whatever T (the probe's
+# messages, the heap grown again); CALL_OVERHEAD of it is taken off both figures first, or the short call's share, times
 # the ratio of the lengths, would hide a T × T boolean mask. A short call that takes more than it
 # needs earns no more credit than CREDIT_CAP T × T bytes at the long length, less than one T × T
 # float64 array (8), which still fails.
@@ -157,9 +159,9 @@ BUGS = (
 # ---------------------------------------------------------------- memory that grows like T, not T²
 
 def memory_calls(g):
-    """The function at a short and a long length drawn from ``g`` (full and causal), each call's
-    memory measured by the grader; at the longer length a few rows (the first and last of a block
-    among them), drawn here, are checked against a direct softmax."""
+    """The function at a short and a long length drawn from ``g`` (full, then causal, in one fresh
+    kernel per length), each call's memory measured by the grader; at the longer length a few rows
+    (the first and last of a block among them), drawn here, are checked against a direct softmax."""
     calls = []
     for low, high in (SHORT_LENGTHS, LONG_LENGTHS):
         T = int(g.integers(low, high, endpoint=True))
@@ -167,7 +169,8 @@ def memory_calls(g):
         edges = [0, T - 1, MEMORY_BLOCK * int(g.integers(1, T // MEMORY_BLOCK))]
         rows = sorted({*edges, edges[-1] - 1, *(int(r) for r in g.choice(T, SPOT_ROWS - 4, replace=False))})
         for causal in (False, True):
-            calls.append(Call((Q, K, V), {"block_size": MEMORY_BLOCK, "causal": causal}, memory=True, note=rows))
+            calls.append(Call((Q, K, V), {"block_size": MEMORY_BLOCK, "causal": causal}, memory=True, kernel=T,
+                              note=rows))
     return calls
 
 

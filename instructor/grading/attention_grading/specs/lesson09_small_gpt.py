@@ -582,27 +582,27 @@ def judge_passing_on(R, case, calls):
 
 #: The memory check: generate at a short and a long length (new tokens after a 2-token prompt),
 #: drawn per submission, each call's memory measured by the grader from outside the kernel
-#: (``sandbox.meter``: what the sandbox took during the call), twice (the smaller counts). One
-#: block of 64 heads of width 1: rerunning the whole sequence at every step builds (64, T, T)
-#: arrays (scores, weights; 512 bytes a pair of tokens each, 8.7 MB at T = 130) where a cache
-#: holds (64, T, 1) keys and values. From the short length to the long one the memory must grow
-#: in proportion to T; what grows faster, by more than half of one (64, T, T) float64 array at the
-#: long length, fails.
-#: Each call runs in a fresh kernel (fresh_measurement); a short call that takes more than it
-#: needs earns no more credit than half of one (64, T, T) float64 array at the long length.
+#: (``sandbox.meter``: what the sandbox took during the call). One block of 64 heads of width 1:
+#: rerunning the whole sequence at every step builds (64, T, T) arrays (scores, weights; 512 bytes
+#: a pair of tokens each, 8.7 MB at T = 130) where a cache holds (64, T, 1) keys and values. From
+#: the short length to the long one the memory must grow in proportion to T; what grows faster, by
+#: more than half of one (64, T, T) float64 array at the long length, fails.
+#: Each call runs once, in a fresh kernel of its own (fresh_measurement), where the figure varies
+#: little from run to run; a short call that takes more than it needs earns no more credit than
+#: half of one (64, T, T) float64 array at the long length.
 SHORT_STEPS, LONG_STEPS = (14, 22), (100, 128)       # ranges the two lengths are drawn from
-MEMORY_PROMPT, MEMORY_HEADS, MEMORY_REPEATS = 2, 64, 2
+MEMORY_PROMPT, MEMORY_HEADS = 2, 64
 
 
 def generate_memory_calls(g):
-    """Greedy generation at a short and a long length drawn from ``g``, twice each, each call's
-    memory measured by the grader."""
+    """Greedy generation at a short and a long length drawn from ``g``, each call's memory measured
+    by the grader."""
     params = model_params(g, 8, MEMORY_HEADS, 1, MEMORY_HEADS, 1, 8)
     prompt = g.integers(0, 8, size=MEMORY_PROMPT)
     seed = int(g.integers(0, 2**31))
     lengths = [int(g.integers(low, high, endpoint=True)) for low, high in (SHORT_STEPS, LONG_STEPS)]
     return [Call((params, prompt, n), {"temperature": 1.0, "top_k": 1, "rng": np.random.default_rng(seed)},
-                 memory=True) for _ in range(MEMORY_REPEATS) for n in lengths]
+                 memory=True) for n in lengths]
 
 
 def judge_generate_memory(R, calls, results):
@@ -617,7 +617,7 @@ def judge_generate_memory(R, calls, results):
         if result.get("peak") is None:
             return "The grader could not measure the memory your generate took."
         T = MEMORY_PROMPT + int(call.args[2])
-        growth[T] = min(growth.get(T, np.inf), max(result["peak"], 1))
+        growth[T] = max(result["peak"], 1)
     short, long = sorted(growth)
     ratio, small, large = long / short, growth[short], growth[long]
     one = 8 * MEMORY_HEADS * long * long
