@@ -324,6 +324,35 @@ def test_measured_calls_that_share_a_kernel_come_together_and_read_one_meter():
     assert [r[0].get("peak") for r in talk.results] == [None, None, 11_000_000, 22_000_000]
 
 
+
+def test_the_probe_frees_each_batch_before_the_next_one_arrives(monkeypatch):
+    """A kernel that serves two measured calls holds nothing of the first while it reads the
+    second: ``serve`` drops the last batch's arguments before it asks for the next, and
+    ``ask_grader`` empties the message it sends before it reads the reply."""
+    import weakref
+
+    class Reply(dict):
+        pass
+
+    earlier = []
+
+    def ask(message):
+        assert all(ref() is None for ref in earlier), "the batch before is still held"
+        call = {"target": {"learner": "twice"}, "args": [kernel_probe.encode(np.ones(3))]}
+        reply = Reply(calls=[call]) if len(earlier) < 2 else Reply(stop=True)
+        earlier.append(weakref.ref(reply))
+        return reply
+
+    kernel_probe.serve({"twice": lambda x: 2 * x}, ask)
+    assert len(earlier) == 3
+
+    sent = {}
+    monkeypatch.setattr("builtins.input", lambda text: sent.setdefault("text", text) and '{"stop": true}')
+    message = {"op": "results", "results": [{"value": kernel_probe.encode(1.0)}]}
+    assert kernel_probe.ask_grader(message) == {"stop": True}
+    assert message == {} and json.loads(sent["text"][len(kernel_probe.MAGIC):])["op"] == "results"
+
+
 # ---------------------------------------------------------------- lent stand-ins and generators
 
 def test_an_earlier_lessons_function_is_lent_from_the_first_call_within_the_same_limits():

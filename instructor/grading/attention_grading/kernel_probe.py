@@ -193,8 +193,14 @@ class _Discard:
 
 
 def ask_grader(message):
-    """One request to the grader over the kernel's stdin channel; its JSON reply."""
-    return json.loads(input(MAGIC + json.dumps(message)))
+    """One request to the grader over the kernel's stdin channel; its JSON reply. ``message`` is
+    emptied once encoded, so that what it held is freed before the reply is read (a measured
+    call's figure then holds no copy of the batch before it)."""
+    text = MAGIC + json.dumps(message)
+    message.clear()
+    answer = input(text)
+    del text
+    return json.loads(answer)
 
 
 def _stand_in(kind, key, ask):
@@ -302,7 +308,9 @@ def serve(namespace, ask):
     saved, missing = _install(reply.get("substitutes", []), namespaces, ask)
     try:
         while "calls" in reply:
-            reply = ask({"op": "results", "results": [_call(c, namespace, ask) for c in reply["calls"]]})
+            message = {"op": "results", "results": [_call(c, namespace, ask) for c in reply["calls"]]}
+            reply = None          # this batch's arguments are freed before the next batch arrives
+            reply = ask(message)
     finally:
         _restore(saved, missing)
 

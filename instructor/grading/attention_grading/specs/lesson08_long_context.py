@@ -12,7 +12,9 @@ from ..spec import Bug, Call, Case, Spec, register
 # Each length's two calls (full, then causal) run in a fresh kernel of their own
 # (fresh_measurement), and the causal call's figure is the most the sandbox took since the meter
 # started there: at least the full call's, so memory the full call left behind cannot hide a T × T
-# array the causal call builds. Any call there takes about 1.2-2 MB whatever T (the probe's
+# array the causal call builds. At the long length the causal figure may exceed the full one by
+# no more than half a T × T array of booleans: a causal mask is caught within one length, where
+# no ratio multiplies the short call's figure. Any call there takes about 1.2-2 MB whatever T (the probe's
 # messages, the heap grown again); CALL_OVERHEAD of it is taken off both figures first, or the short call's share, times
 # the ratio of the lengths, would hide a T × T boolean mask. A short call that takes more than it
 # needs earns no more credit than CREDIT_CAP T × T bytes at the long length, less than one T × T
@@ -188,7 +190,9 @@ def _spot_error(Q, K, V, O, causal, rows):
 
 def judge_memory(R, calls, results):
     """From the short length to the long one, the memory a call takes must grow in proportion to
-    T; what grows faster, beyond half a T × T array of booleans, is a T × T array."""
+    T; what grows faster, beyond half a T × T array of booleans, is a T × T array. At the long
+    length the causal call may take no more than the full one, by the same margin: more is a
+    T × T causal mask."""
     growth, lengths = {}, {}
     for call, result in zip(calls, results):
         T, causal = call.args[0].shape[0], call.kwargs["causal"]
@@ -205,6 +209,12 @@ def judge_memory(R, calls, results):
             return f"{where} the grader could not measure the memory your tiled_attention took."
         lengths.setdefault(causal, []).append(T)
         growth[T, causal] = max(result["peak"], 1)
+    long = max(lengths[False])
+    mask = growth[long, True] - growth[long, False]
+    if mask > long * long / 2:
+        return (f"At T = {long}, the causal call took {mask / 1e6:.1f} MB more memory than the full one "
+                f"(a T × T array of booleans takes {long * long / 1e6:.1f} MB): it builds a T × T causal "
+                "mask. Mask each block as you reach it, from the positions of its queries and keys.")
     for causal, (short, long) in lengths.items():
         ratio = long / short
         small, large = growth[short, causal], growth[long, causal]
