@@ -12,6 +12,7 @@ The runs live on the pytest session (``session.stash``), not in module globals.
 import shutil
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -23,9 +24,10 @@ class Job:
     """``function(folder, *args)`` in a daemon thread, in a scratch folder removed at the end."""
 
     def __init__(self, name, function, args, after=None):
-        self.folder = Path(tempfile.mkdtemp(prefix=f"attention-{name}-"))
+        self.name, self.folder = name, Path(tempfile.mkdtemp(prefix=f"attention-{name}-"))
         self._outcome = None
         self._after = after
+        self.created, self.started, self.finished = time.monotonic(), None, None
         self._thread = threading.Thread(target=self._run, args=(function, args),
                                         name=f"background-{name}", daemon=True)
         self._thread.start()
@@ -33,10 +35,12 @@ class Job:
     def _run(self, function, args):
         if self._after is not None:
             self._after.wait()
+        self.started = time.monotonic()
         try:
             self._outcome = (True, function(self.folder, *args))
         except BaseException as exc:  # re-raised in the test that asks for the result
             self._outcome = (False, exc)
+        self.finished = time.monotonic()
 
     def wait(self):
         self._thread.join()
@@ -71,6 +75,18 @@ def result(session, name, function, *args, after=None):
     """The background run's result (started now, in the foreground's stead, if it was not)."""
     start(session, name, function, *args, after=after)
     return _jobs(session)[name].result()
+
+
+def timings(session):
+    """One line per run: when it started and how long it ran (where a slow session's time went)."""
+    lines = []
+    for job in _jobs(session).values():
+        if job.started is None:
+            lines.append(f"{job.name}: not started")
+            continue
+        ran = f"ran {job.finished - job.started:.0f} s" if job.finished else "still running"
+        lines.append(f"{job.name}: started {job.started - job.created:.0f} s after collection, {ran}")
+    return lines
 
 
 def cleanup(session):

@@ -164,6 +164,7 @@ def pytest_collection_finish(session):
 
 
 CLOSING_NOTES = pytest.StashKey[list]()
+BACKGROUND_TIMES = pytest.StashKey[list]()        # what each background run took, printed at the end
 
 
 def closing_notes(session):
@@ -173,6 +174,11 @@ def closing_notes(session):
 
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter):
+    runs = terminalreporter.config.stash.get(BACKGROUND_TIMES, [])
+    if runs:
+        terminalreporter.section("background runs")
+        for line in runs:
+            terminalreporter.write_line(line)
     notes = terminalreporter.config.stash.get(CLOSING_NOTES, [])
     if notes:
         terminalreporter.section("grading problems (details in the failures above)")
@@ -183,4 +189,5 @@ def pytest_terminal_summary(terminalreporter):
 def pytest_sessionfinish(session, exitstatus):
     import background
 
+    session.config.stash[BACKGROUND_TIMES] = background.timings(session)
     background.cleanup(session)
