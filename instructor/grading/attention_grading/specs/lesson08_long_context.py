@@ -5,20 +5,20 @@ from ..judge import describe
 from ..spec import Bug, Call, Case, Spec, register
 
 # The memory check: the memory the sandbox takes during a call (measured by the grader from
-# outside the kernel, sandbox.meter), at a short and a long length drawn per submission; from
-# one to the other it must grow in proportion to the length (a copy of Q, K and V, one block of
-# scores), not like a T × T array. What grows faster than in proportion, beyond half a T × T
-# array of booleans at the long length (the smallest such array: 8.4 MB at T = 4096), fails.
-# Each length's two calls (full, then causal) run in a fresh kernel of their own
-# (fresh_measurement), and the causal call's figure is the most the sandbox took since the meter
-# started there: at least the full call's, so memory the full call left behind cannot hide a T × T
-# array the causal call builds. At the long length the causal figure may exceed the full one by
-# no more than half a T × T array of booleans: a causal mask is caught within one length, where
-# no ratio multiplies the short call's figure. Any call there takes about 1.2-2 MB whatever T (the probe's
-# messages, the heap grown again); CALL_OVERHEAD of it is taken off both figures first, or the short call's share, times
-# the ratio of the lengths, would hide a T × T boolean mask. A short call that takes more than it
-# needs earns no more credit than CREDIT_CAP T × T bytes at the long length, less than one T × T
-# float64 array (8), which still fails.
+# outside the kernel, sandbox.meter), at a short and a long length drawn per submission; from one
+# to the other it must grow in proportion to the length (a copy of Q, K and V, one block of
+# scores), not like a T × T array. What grows faster than in proportion, beyond half a T × T array
+# of booleans at the long length (the smallest such array: 8.4 MB at T = 4096), fails. Each
+# length's two calls (full, then causal) run in a fresh kernel of their own (fresh_measurement),
+# and the causal call's figure is the most the sandbox took since the meter started there: at
+# least the full call's, so memory the full call left behind cannot hide a T × T array the causal
+# call builds. At the long length the causal figure may exceed the full one by no more than half a
+# T × T array of booleans: a causal mask is caught within one length, where no ratio multiplies
+# the short call's figure. Any call there takes about 1.2-2 MB whatever T (the probe's messages,
+# the heap grown again); CALL_OVERHEAD of it is taken off both figures first, or the short call's
+# share, times the ratio of the lengths, would hide a T × T boolean mask. A short call that takes
+# more than it needs earns no more credit than CREDIT_CAP T × T bytes at the long length, less
+# than one T × T float64 array (8), which still fails.
 SHORT_LENGTHS, LONG_LENGTHS = (640, 1024), (3072, 4096)      # ranges the two lengths are drawn from
 MEMORY_D, MEMORY_BLOCK = 16, 64
 SPOT_ROWS = 7                                                # rows checked against a direct softmax
