@@ -324,7 +324,6 @@ def test_measured_calls_that_share_a_kernel_come_together_and_read_one_meter():
     assert [r[0].get("peak") for r in talk.results] == [None, None, 11_000_000, 22_000_000]
 
 
-
 def test_the_probe_frees_each_batch_before_the_next_one_arrives(monkeypatch):
     """A kernel that serves two measured calls holds nothing of the first while it reads the
     second: ``serve`` drops the last batch's arguments before it asks for the next, and

@@ -101,17 +101,19 @@ def plan_calls(spec, cases, g):
             in_kernels.append((kernels.setdefault(key, len(kernels)), call))
     in_kernels.sort(key=lambda pair: pair[0])          # stable: one kernel's calls in the order given
     extra = plain + [call for _, call in in_kernels]
+
+    def wired(call):
+        return wire_call(call.target or spec.target, call.args, call.kwargs, callbacks, record_warnings=call.warnings)
+
     for call in plain:
-        wired = wire_call(call.target or spec.target, call.args, call.kwargs, callbacks, record_warnings=call.warnings)
         if len(batches) > len(cases):
-            batches[-1].append(wired)
+            batches[-1].append(wired(call))
         else:
-            batches.append([wired])
+            batches.append([wired(call)])
     measured = {}
     for kernel, call in in_kernels:
         measured[len(batches)] = kernel
-        batches.append([wire_call(call.target or spec.target, call.args, call.kwargs, callbacks,
-                                  record_warnings=call.warnings)])
+        batches.append([wired(call)])
     return batches, callbacks, extra, measured
 
 
