@@ -3,10 +3,12 @@
 - the two tiers: ``pytest`` (``make test``) runs the quick tier, ``pytest --full`` (``make
   test-all``, what ``.ci/run`` runs) everything. The quick tier leaves out the tests marked
   ``full`` and those of the slow kinds (``cluster``, ``accounts``, ``postgres``, and ``browser``
-  except the ones also marked ``smoke``), and nbval over ``solutions/`` (``tests/test_lesson_text.py``
-  runs every solution there but lesson 09's); tests that grade a catalogue grade a sample of it
+  except the ones also marked ``smoke``); tests that grade a catalogue grade a sample of it
   (``full_tier``);
-- nbval over the notebooks (``--nbval-lax``, set in pyproject.toml).
+- nbval over the learners' release in ``notebooks/`` (``--nbval-lax``, set in pyproject.toml), up to
+  each lesson's first exercise. Not over ``solutions/``: ``nbgrader validate`` runs the same cells
+  from ``source/`` (hidden tests included, reduced training) and ``tests/test_lesson_text.py``
+  runs every solution at full length; nbval there ran each lesson's training a third time.
 """
 import os
 from pathlib import Path
@@ -20,7 +22,7 @@ SLOW_KINDS = ("cluster", "accounts", "postgres")
 def pytest_addoption(parser):
     parser.addoption("--full", action="store_true", default=False,
                      help="the full tier (make test-all, CI): every catalogue entry, both halves of the hostile "
-                          "catalogue, Dask, every browser test, real accounts, PostgreSQL, nbval over solutions/")
+                          "catalogue, Dask, every browser test, real accounts, PostgreSQL")
 
 
 def full_tier(config):
@@ -31,9 +33,7 @@ def full_tier(config):
 def only_in_the_full_tier(item):
     """Does ``item`` belong to the full tier only (see the module docstring)?"""
     marks = {mark.name for mark in item.iter_markers()}
-    if "full" in marks or marks & set(SLOW_KINDS) or ("browser" in marks and "smoke" not in marks):
-        return True
-    return hasattr(item, "cell_num") and (ROOT / "solutions") in Path(item.path).parents
+    return "full" in marks or bool(marks & set(SLOW_KINDS)) or ("browser" in marks and "smoke" not in marks)
 
 
 def pytest_configure(config):

@@ -70,7 +70,9 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
-# A stuck cell is interrupted after 30 s and scores 0; a whole notebook gets at most 600 s.
+# A stuck cell is interrupted after 30 s of the kernel's own time (time spent waiting for a CPU that
+# other processes held does not count; GuardedExecute.time_stretch) and scores 0; a whole notebook
+# gets at most 600 s.
 c.Execute.timeout = 30
 c.GuardedExecute.notebook_timeout = 600
 # make grade on a Dask cluster's workers instead of this machine (see the README).

@@ -17,6 +17,7 @@ from nbclient.exceptions import DeadKernelError
 
 from attention_grading import zygote_client
 from attention_grading.cells import split_hidden
+from attention_grading.kernel_time import OwnTimeLimits
 from attention_grading.kernels import SandboxedKernelManager, SandboxRequest
 from attention_grading.zygote_client import ForkedProcess
 from conftest import ROOT
@@ -311,3 +312,62 @@ def test_the_grader_measures_a_kernels_memory_from_outside(tmp_path, cls):
     kind, growth, out = asyncio.run(main())
     assert out.strip() == "OSError", out
     assert 55 << 20 <= growth < 200 << 20, (kind, growth)
+
+
+class OwnTimeClient(OwnTimeLimits, NotebookClient):
+    """nbclient as GuardedExecute runs it: interrupted at its limit, counted in the kernel's own time."""
+    time_stretch = 10
+
+
+STARVED_CPU = 0
+COMPETITORS = 3
+
+
+def _competitors():
+    """Busy processes on one CPU, each in a session (and so a scheduling group) of its own, as
+    other workers' kernels are: a kernel on that CPU gets about a quarter of it."""
+    import subprocess
+    import sys
+
+    busy = f"import os\nos.sched_setaffinity(0, {{{STARVED_CPU}}})\nwhile True: pass"
+    return [subprocess.Popen([sys.executable, "-c", busy], start_new_session=True) for _ in range(COMPETITORS)]
+
+
+def test_a_kernel_starved_of_cpu_keeps_its_time_and_a_sleeping_one_is_stopped(tmp_path):
+    """With limit 2 s: a cell that needs 1 s of CPU, pinned to a CPU three busy processes share,
+    takes longer than 2 s on the wall clock and still ends without an interrupt (the wall clock
+    alone would have stopped it); a cell that sleeps is interrupted at its limit all the same."""
+    import time
+
+    work = (f"import os, time\nos.sched_setaffinity(0, {{{STARVED_CPU}}})\n"
+            "start = time.process_time()\nwhile time.process_time() - start < 1.0:\n    pass\nprint('done')")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(work),
+                                         nbformat.v4.new_code_cell("import time\ntime.sleep(60)")])
+    client = OwnTimeClient(nb, timeout=2, kernel_name="python3", kernel_manager_class=ForkingKernelManager,
+                           interrupt_on_timeout=True, allow_errors=True, record_timing=True,
+                           resources={"metadata": {"path": str(tmp_path)}})
+    competitors = _competitors()
+    try:
+        started = time.monotonic()
+        execute(client)
+        took = time.monotonic() - started
+    finally:
+        for process in competitors:
+            process.kill()
+            process.wait()
+    starved, sleeping = nb.cells
+    assert [o.get("text") for o in starved.outputs] == ["done\n"], starved.outputs
+    wall = _seconds(starved)
+    assert wall > 2, f"the starved cell took {wall:.1f} s: it was not starved, so this test proves nothing"
+    assert [o.get("ename") for o in sleeping.outputs] == ["KeyboardInterrupt"], sleeping.outputs
+    assert 2 <= _seconds(sleeping) < 10, _seconds(sleeping)
+    assert took < 60
+
+
+def _seconds(cell):
+    from datetime import datetime
+
+    timing = cell.metadata["execution"]
+    start, end = (datetime.fromisoformat(timing[k].replace("Z", "+00:00"))
+                  for k in ("iopub.execute_input", "shell.execute_reply"))
+    return (end - start).total_seconds()

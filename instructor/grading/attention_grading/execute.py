@@ -38,6 +38,7 @@ from .case_secret import course_secret, notebook_digest
 from .cells import CellPlan, error_output, grade_id, mentions, split_hidden
 from .fresh_measurement import FreshKernelMeasurement
 from .hidden_tests import Conversation, ConversationLimits, KernelSession, StopTest, cases_pass, decide, plan_calls
+from .kernel_time import OwnTimeLimits
 from .kernels import KernelSandboxError, SandboxedKernelManager, SandboxRequest
 from .output_caps import OutputBudget
 from .recovery import KernelRecovery
@@ -52,7 +53,7 @@ def _code_digest(source):
     return hashlib.sha256(source.strip().encode()).hexdigest()
 
 
-class GuardedExecute(KernelRecovery, FreshKernelMeasurement, Execute):
+class GuardedExecute(KernelRecovery, FreshKernelMeasurement, OwnTimeLimits, Execute):
     """nbgrader's Execute, with sandboxed kernels, grader-driven hidden tests and crash recovery."""
 
     notebook_timeout = Integer(600, help="Seconds for the whole notebook; later cells are not run.").tag(config=True)
@@ -63,6 +64,10 @@ class GuardedExecute(KernelRecovery, FreshKernelMeasurement, Execute):
     measurement_timeout_factor = Float(4.0, help="The batch of a hidden test's measurement calls (lesson 03's "
                                        "determinism, lesson 08's memory) gets this many times a case's "
                                        "time.").tag(config=True)
+    iopub_timeout = Integer(30, help="Seconds to wait, once a cell's reply has come, for the outputs the "
+                            "kernel sent before it (nbclient's default, 4 s, is too short for a cell's "
+                            "megabytes of output on a busy machine); a kernel that never says it is "
+                            "done is stopped after this.").tag(config=True)
     max_stream_chars = Integer(100_000, help="Printed characters kept per cell.").tag(config=True)
     max_outputs = Integer(50, help="Outputs kept per cell.").tag(config=True)
     max_cell_output_bytes = Integer(1 << 20, help="Bytes of outputs of every kind (text, pictures, HTML, "
@@ -76,6 +81,10 @@ class GuardedExecute(KernelRecovery, FreshKernelMeasurement, Execute):
     max_restarts = Integer(12, help="Fresh kernels per notebook after crashes or hangs.").tag(config=True)
     timeout_after_hang = Integer(5, help="Seconds for ungraded cells, and for the tests of a function that "
                                  "was running when a cell timed out, once a cell has timed out.").tag(config=True)
+    time_stretch = Float(4.0, help="Time limits (cells, hidden tests) count the kernel's own time: "
+                         "wall-clock time less the time its main thread waited for a CPU that other "
+                         "processes held (kernel_time.py). Each limit still ends after this many times "
+                         "its length of wall-clock time.").tag(config=True)
     fork_kernels = Bool(True, help="Fork kernels from a warm parent (kernels.py) instead of "
                         "starting each one cold.").tag(config=True)
     sandbox = Bool(True, help="Run every kernel in the operating-system sandbox. Set False only "
@@ -188,12 +197,13 @@ class GuardedExecute(KernelRecovery, FreshKernelMeasurement, Execute):
     def _get_timeout(self, cell):
         # Once the submission has hung, ungraded cells (and the tests of a function that was
         # running when it hung) get a short timeout: they would otherwise each wait the full one.
+        timeout = super()._get_timeout(cell)        # (also starts the request's clock)
         if self._hung_once and cell is not None:
             meta = cell.metadata.get("nbgrader", {})
             suspect = meta.get("grade") and mentions(cell.source, self._crashing)
             if not meta.get("grade") or suspect:
                 return max(self.timeout_after_hang, 1)
-        return super()._get_timeout(cell)
+        return timeout
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
@@ -351,7 +361,8 @@ class GuardedExecute(KernelRecovery, FreshKernelMeasurement, Execute):
         stopped = None
         try:
             run_sync(session.serve)(conversation, timeout, until=max(self._deadline, monotonic() + 1),
-                                    measurement_factor=self.measurement_timeout_factor)
+                                    measurement_factor=self.measurement_timeout_factor,
+                                    stretch=self.time_stretch)
         except StopTest as stop:
             stopped = stop
             if stop.kind == CRASHED:

@@ -24,6 +24,7 @@ from time import monotonic
 from nbclient.util import run_sync
 
 from .hidden_tests import KernelSession, StopTest, kernel_alive
+from .kernel_time import Allowance, kernel_pid
 from .results import CRASHED, TIMEOUT
 
 # Run by the grader after the given cells, before the meter starts: garbage collected and the
@@ -85,15 +86,16 @@ class FreshKernelMeasurement:
             await kc.wait_for_ready(timeout=self.startup_timeout)
             session = KernelSession(kc, km)
             for source in [*given, SETTLE]:
-                content = await self._run_code(session, source, self.timeout or 30, until, conversation)
+                content = await self._run_code(session, self._cell_allowance(km, until), source, conversation)
                 if content.get("status") != "ok":
                     raise GivenCellFailed(f"{content.get('ename')}: {content.get('evalue')}"[:300])
             meter = session.meter()
             meter.start()
             for source in answers:       # learner code: from here on, what it takes counts
-                await self._run_code(session, source, self.timeout or 30, until, conversation)
+                await self._run_code(session, self._cell_allowance(km, until), source, conversation)
             conversation.resume(last + 1, meter)
-            await session.serve(conversation, timeout, until=until, measurement_factor=self.measurement_timeout_factor)
+            await session.serve(conversation, timeout, until=until, measurement_factor=self.measurement_timeout_factor,
+                                stretch=self.time_stretch)
         finally:
             if meter is not None:
                 meter.close()
@@ -103,12 +105,15 @@ class FreshKernelMeasurement:
                 await km.shutdown_kernel(now=True)
             shutil.rmtree(scratch, ignore_errors=True)
 
+    def _cell_allowance(self, km, until):
+        """A cell's time (``Execute.timeout`` of the kernel's own time) in kernel ``km``, from now."""
+        return Allowance(kernel_pid(km), self.timeout or 30, self.time_stretch, until)
+
     @staticmethod
-    async def _run_code(session, source, timeout, until, conversation):
+    async def _run_code(session, allowance, source, conversation):
         """The execute reply's content for ``source``; StopTest if it hangs or its kernel dies."""
         msg_id = session.kc.execute(source, store_history=False, allow_stdin=False, stop_on_error=False)
-        deadline = min(monotonic() + timeout, until)
-        while (left := deadline - monotonic()) > 0:
+        while (left := allowance.left()) > 0:
             try:
                 reply = await session.kc.get_shell_msg(timeout=min(left, 1.0))
             except Empty:

@@ -27,6 +27,7 @@ from traitlets.config import Configurable
 
 from . import kernel_probe
 from .judge import judge
+from .kernel_time import Allowance, kernel_pid
 from .results import CRASHED, REFUSED, TIMEOUT, Verdict
 from .spec import Call, Callback, Learner, Library
 
@@ -317,34 +318,37 @@ class KernelSession:
 
         return meter_for(self.km.kernel_pid())
 
-    async def serve(self, conversation, timeout, until=None, measurement_factor=4.0):
+    async def serve(self, conversation, timeout, until=None, measurement_factor=4.0, stretch=4.0):
         """``run``, with a message the grader cannot read taken as a refusal (``StopTest``)."""
         try:
-            await self.run(conversation, timeout, until=until, measurement_factor=measurement_factor)
+            await self.run(conversation, timeout, until=until, measurement_factor=measurement_factor,
+                           stretch=stretch)
         except StopTest:
             raise
         except Exception as exc:
             raise StopTest(REFUSED, conversation.calls_done,
                            f"the kernel sent a message the grader cannot read ({type(exc).__name__})") from None
 
-    async def run(self, conversation, timeout, until=None, measurement_factor=4.0):
+    async def run(self, conversation, timeout, until=None, measurement_factor=4.0, stretch=4.0):
         """Serve until the probe's execute reply arrives; StopTest on a timeout or a dead kernel.
 
-        Each batch of calls gets ``timeout`` seconds (the measurement batch, ``measurement_factor``
-        times that), counted from the moment the kernel receives it, and none may run past
-        ``until`` (a ``time.monotonic()`` value: the notebook's own limit)."""
+        Each batch of calls gets ``timeout`` seconds of the kernel's own time (the measurement
+        batch, ``measurement_factor`` times that; ``kernel_time.Allowance``, with its ``stretch``),
+        counted from the moment the kernel receives it, and none may run past ``until`` (a
+        ``time.monotonic()`` value: the notebook's own limit)."""
         self.msg_id = msg_id = self.kc.execute(PROBE_CODE, silent=False, store_history=False, allow_stdin=True,
                                  stop_on_error=False)
         until = until or float("inf")
         timeout = timeout * conversation.spec.time_factor
-        deadline = min(time.monotonic() + timeout, until)
+        pid = kernel_pid(self.km)
+        allowance = Allowance(pid, timeout, stretch, until)
         poller = zmq.asyncio.Poller()
         stdin, shell, iopub = (self.kc.stdin_channel.socket, self.kc.shell_channel.socket,
                                self.kc.iopub_channel.socket)
         for socket in (stdin, shell, iopub):
             poller.register(socket, zmq.POLLIN)
         while True:
-            left = deadline - time.monotonic()
+            left = allowance.left()
             if left <= 0:
                 raise StopTest(TIMEOUT, conversation.calls_done)
             events = dict(await poller.poll(int(min(left, 1.0) * 1000)))
@@ -367,7 +371,7 @@ class KernelSession:
                 reply = conversation.reply(message)
                 if "calls" in reply:       # a new batch: its own time
                     share = measurement_factor if conversation.next_batch > conversation.cases_batches else 1
-                    deadline = min(time.monotonic() + share * timeout, until)
+                    allowance = Allowance(pid, share * timeout, stretch, until)
                 self.kc.input(json.dumps(reply))
             if shell in events:
                 reply = await self.kc.shell_channel.get_msg(timeout=0)
