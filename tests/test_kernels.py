@@ -371,3 +371,28 @@ def _seconds(cell):
     start, end = (datetime.fromisoformat(timing[k].replace("Z", "+00:00"))
                   for k in ("iopub.execute_input", "shell.execute_reply"))
     return (end - start).total_seconds()
+
+
+def test_a_kernel_that_swallows_the_interrupt_is_given_up_on_quickly(tmp_path):
+    """Interrupted at its 1 s limit, a kernel that catches every KeyboardInterrupt never says it is
+    done: the wait for its last outputs is nbclient's short one (AFTER_INTERRUPT), not the long
+    one a cell's reply gets (30 s here), and the long one is back for the next request."""
+    import time
+
+    from nbclient.exceptions import CellTimeoutError
+
+    from attention_grading.kernel_time import AFTER_INTERRUPT
+
+    swallow = "import time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except BaseException:\n        pass"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(swallow)])
+    client = OwnTimeClient(nb, timeout=1, iopub_timeout=30, raise_on_iopub_timeout=True, interrupt_on_timeout=True,
+                           error_on_timeout={"ename": "CellTimeoutError", "evalue": "", "traceback": []},
+                           kernel_name="python3", kernel_manager_class=ForkingKernelManager,
+                           resources={"metadata": {"path": str(tmp_path)}})
+    sent = []
+    client.on_cell_execute = lambda **_: sent.append(time.monotonic())
+    with pytest.raises(CellTimeoutError, match="IOPub"):
+        execute(client)
+    took = time.monotonic() - sent[0]
+    assert took < 1 + AFTER_INTERRUPT + 10 < 30, took
+    assert client.iopub_timeout == 30

@@ -66,8 +66,9 @@ class GuardedExecute(KernelRecovery, FreshKernelMeasurement, OwnTimeLimits, Exec
                                        "time.").tag(config=True)
     iopub_timeout = Integer(30, help="Seconds to wait, once a cell's reply has come, for the outputs the "
                             "kernel sent before it (nbclient's default, 4 s, is too short for a cell's "
-                            "megabytes of output on a busy machine); a kernel that never says it is "
-                            "done is stopped after this.").tag(config=True)
+                            "megabytes of output on a busy machine). After an interrupt the wait stays "
+                            "4 s (kernel_time.AFTER_INTERRUPT): a kernel that swallowed the interrupt "
+                            "never says it is done.").tag(config=True)
     max_stream_chars = Integer(100_000, help="Printed characters kept per cell.").tag(config=True)
     max_outputs = Integer(50, help="Outputs kept per cell.").tag(config=True)
     max_cell_output_bytes = Integer(1 << 20, help="Bytes of outputs of every kind (text, pictures, HTML, "

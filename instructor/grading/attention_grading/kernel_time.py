@@ -66,16 +66,33 @@ class Allowance:
         return min(self.limit - self.own(), self.stretch * self.limit - self.wall(), self.until - monotonic())
 
 
+#: Seconds an interrupted kernel gets to send the rest of the cell's outputs and say it is done
+#: (nbclient's default wait for outputs). One that took the interrupt does so within milliseconds;
+#: one that swallowed it never does, and this wait running out is how the grader tells.
+AFTER_INTERRUPT = 4
+
+
 class OwnTimeLimits:
     """A mixin for nbclient's ``NotebookClient`` (``GuardedExecute``, which declares the
     ``time_stretch`` setting): a cell's ``timeout`` counts the kernel's own time. nbclient calls
     ``_async_handle_timeout`` once the timeout has passed on the wall clock; this waits on while
-    the kernel has had less than that to itself."""
+    the kernel has had less than that to itself.
+
+    The wait for a cell's last outputs (``iopub_timeout``) stays long after a reply (the outputs
+    are on their way; on a busy machine megabytes of them take a while to read) and becomes short
+    once the kernel has been interrupted (``AFTER_INTERRUPT``)."""
 
     def _get_timeout(self, cell):
         # nbclient asks for the limit just after it has sent a request: the request's clock starts here.
         self._allowance = Allowance(kernel_pid(self.km), math.inf, self.time_stretch)
         return super()._get_timeout(cell)
+
+    async def _async_poll_for_reply(self, *args, **kwargs):
+        configured = self.iopub_timeout
+        try:
+            return await super()._async_poll_for_reply(*args, **kwargs)
+        finally:
+            self.iopub_timeout = configured
 
     async def _async_handle_timeout(self, timeout, cell=None):
         allowance = getattr(self, "_allowance", None)
@@ -86,4 +103,5 @@ class OwnTimeLimits:
                 if await ensure_async(self.kc.shell_channel.msg_ready()):
                     return None             # nbclient reads it, and comes back if it was not the reply
                 await asyncio.sleep(min(left, 0.2))
+        self.iopub_timeout = min(self.iopub_timeout, AFTER_INTERRUPT)
         return await super()._async_handle_timeout(timeout, cell)
