@@ -396,3 +396,21 @@ def test_a_kernel_that_swallows_the_interrupt_is_given_up_on_quickly(tmp_path):
     took = time.monotonic() - sent[0]
     assert took < 1 + AFTER_INTERRUPT + 10 < 30, took
     assert client.iopub_timeout == 30
+
+
+def test_a_reply_awaited_outside_a_cell_leaves_the_wait_for_outputs_as_configured(tmp_path):
+    """``wait_for_reply`` (the grader's own ``pass``, a restarted kernel's kernel_info) that runs
+    out on a kernel stuck in a loop gives None, and the next cell still gets the long wait for its
+    outputs: only a cell's own interrupt shortens it."""
+    swallow = "import time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except BaseException:\n        pass"
+    client = OwnTimeClient(nbformat.v4.new_notebook(), timeout=1, iopub_timeout=30, interrupt_on_timeout=True,
+                           shell_timeout_interval=1, kernel_name="python3", kernel_manager_class=ForkingKernelManager,
+                           resources={"metadata": {"path": str(tmp_path)}})
+
+    async def stuck_then_asked():
+        async with client.async_setup_kernel():
+            client.kc.execute(swallow)
+            return await client.async_wait_for_reply(client.kc.execute("pass"))
+
+    assert asyncio.run(stuck_then_asked()) is None
+    assert client.iopub_timeout == 30

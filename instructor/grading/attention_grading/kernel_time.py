@@ -88,11 +88,11 @@ class OwnTimeLimits:
         return super()._get_timeout(cell)
 
     async def _async_poll_for_reply(self, *args, **kwargs):
-        configured = self.iopub_timeout
+        configured, self._awaiting_outputs = self.iopub_timeout, True
         try:
             return await super()._async_poll_for_reply(*args, **kwargs)
         finally:
-            self.iopub_timeout = configured
+            self.iopub_timeout, self._awaiting_outputs = configured, False
 
     async def _async_handle_timeout(self, timeout, cell=None):
         allowance = getattr(self, "_allowance", None)
@@ -103,5 +103,6 @@ class OwnTimeLimits:
                 if await ensure_async(self.kc.shell_channel.msg_ready()):
                     return None             # nbclient reads it, and comes back if it was not the reply
                 await asyncio.sleep(min(left, 0.2))
-        self.iopub_timeout = min(self.iopub_timeout, AFTER_INTERRUPT)
+        if getattr(self, "_awaiting_outputs", False):     # (``wait_for_reply`` waits for none)
+            self.iopub_timeout = min(self.iopub_timeout, AFTER_INTERRUPT)
         return await super()._async_handle_timeout(timeout, cell)
