@@ -321,6 +321,8 @@ class OwnTimeClient(OwnTimeLimits, NotebookClient):
 
 STARVED_CPU = 0
 COMPETITORS = 3
+#: A cell that catches every KeyboardInterrupt and loops on (tests/hostile.py's infinite_loop, as a cell).
+SWALLOWS_INTERRUPTS = "import time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except BaseException:\n        pass"
 
 
 def _competitors():
@@ -383,8 +385,7 @@ def test_a_kernel_that_swallows_the_interrupt_is_given_up_on_quickly(tmp_path):
 
     from attention_grading.kernel_time import AFTER_INTERRUPT
 
-    swallow = "import time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except BaseException:\n        pass"
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(swallow)])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SWALLOWS_INTERRUPTS)])
     client = OwnTimeClient(nb, timeout=1, iopub_timeout=30, raise_on_iopub_timeout=True, interrupt_on_timeout=True,
                            error_on_timeout={"ename": "CellTimeoutError", "evalue": "", "traceback": []},
                            kernel_name="python3", kernel_manager_class=ForkingKernelManager,
@@ -402,14 +403,13 @@ def test_a_reply_awaited_outside_a_cell_leaves_the_wait_for_outputs_as_configure
     """``wait_for_reply`` (the grader's own ``pass``, a restarted kernel's kernel_info) that runs
     out on a kernel stuck in a loop gives None, and the next cell still gets the long wait for its
     outputs: only a cell's own interrupt shortens it."""
-    swallow = "import time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except BaseException:\n        pass"
     client = OwnTimeClient(nbformat.v4.new_notebook(), timeout=1, iopub_timeout=30, interrupt_on_timeout=True,
                            shell_timeout_interval=1, kernel_name="python3", kernel_manager_class=ForkingKernelManager,
                            resources={"metadata": {"path": str(tmp_path)}})
 
     async def stuck_then_asked():
         async with client.async_setup_kernel():
-            client.kc.execute(swallow)
+            client.kc.execute(SWALLOWS_INTERRUPTS)
             return await client.async_wait_for_reply(client.kc.execute("pass"))
 
     assert asyncio.run(stuck_then_asked()) is None
