@@ -14,7 +14,7 @@ CERT_ARGS ?=
 
 .PHONY: lab test test-all system-packages release grade feedback formgrader new-lesson cluster-certs clean
 
-$(STAMP): pyproject.toml constraints.txt instructor/grading/pyproject.toml
+$(STAMP): pyproject.toml constraints.txt instructor/grading/pyproject.toml src/jupyter_config/nbgrader_config.py
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[instructor]'

@@ -4,15 +4,17 @@ with the learner's answers, in a folder of their own, without the course's confi
 With every answer right it says Success; with one catalogued mistake it fails, and its report holds
 the visible check's message (the graded cell after the checks fails while they fail). No
 configuration warning. And a demonstration that uses the wrong function stops in one short
-message naming that function, not in a traceback through the lesson's code.
+message naming that function, not in a traceback through the lesson's code. A kernel slow to say
+it is idle (a busy laptop) does not fail a right notebook.
 """
 import re
 
+import nbformat
 import pytest
 
 import background
 import lesson_grading
-from conftest import lesson_ids, lessons_using
+from conftest import lesson_ids, lessons_using, nbgrader
 from visible_checks import run_visible_checks
 
 LESSONS = lesson_ids()
@@ -68,3 +70,31 @@ def test_a_demonstration_that_uses_a_wrong_function_says_so_briefly(lesson, lear
     problems = [f"{source[:60]!r}: {trace[:600]}" for source, trace in learner_validation["demonstrations"][lesson]
                 if f"your {function}" not in trace or len(trace.splitlines()) > 3]
     assert not problems, "\n".join(problems)
+
+
+#: A cell that makes its kernel announce "idle" six seconds after its reply, once: what a learner's
+#: busy laptop or a shared Binder does to a kernel or to the client reading it.
+LATE_IDLE = """\
+import time
+kernel = get_ipython().kernel
+announce = kernel._publish_status
+
+def announce_late(status, channel, parent=None):
+    if status == "idle" and channel == "shell" and not getattr(kernel, "was_late", False):
+        kernel.was_late = True
+        time.sleep(6)
+    announce(status, channel, parent)
+
+kernel._publish_status = announce_late
+"""
+
+
+@pytest.mark.nbgrader
+def test_validate_waits_for_a_kernel_that_says_idle_late(tmp_path):
+    """A kernel slow to say it is idle after a cell is waited for: Validate does not fail the notebook."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(LATE_IDLE), nbformat.v4.new_code_cell("1 + 1")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "late.ipynb")
+    output = nbgrader(tmp_path, "validate", "late.ipynb", check=False).stdout
+    assert "Timeout waiting for IOPub output" not in output, output[-2000:]
+    assert "Success! Your notebook passes all the tests." in output, output[-2000:]
