@@ -13,6 +13,9 @@ import conftest
 
 REPO = Path(__file__).resolve().parents[1]
 LESSON = "01_context_vectors"
+#: Execute.timeout of the catalogue's runs (30 s in the course's config): every solution cell
+#: takes well under that here, and the infinite-loop submissions wait less.
+CELL_TIMEOUT = 10
 
 # tests/catalogue/lesson01.py's WRONG["contextualize"]["no_scale"]: forgets the 1/sqrt(d)
 BUGGY_CONTEXTUALIZE = '''def contextualize(X):

@@ -354,6 +354,23 @@ except OSError:
     pass
 print("{marker} children", children)
 '''),
+    "starve_own_kernel": Attack("softmax", "keep its own kernel from the CPU so that its time limit never runs out", '''
+import os, subprocess, sys, time
+def softmax(x, axis=-1):
+    return np.zeros_like(np.asarray(x, dtype=float))
+try:                                    # one CPU, which the children below share with this loop
+    os.sched_setaffinity(0, {{min(os.sched_getaffinity(0))}})
+except OSError:
+    pass
+hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass", "{marker}"], start_new_session=True)
+        for _ in range(8)]
+started = time.monotonic()
+try:
+    while True:
+        pass
+finally:
+    print("{marker} stopped after", round(time.monotonic() - started, 1), "s")
+'''),
     "memory_bomb": Attack("softmax", "take all the memory of the machine", '''
 def softmax(x, axis=-1):
     return np.zeros_like(np.asarray(x, dtype=float))

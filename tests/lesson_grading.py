@@ -14,7 +14,7 @@ import nbformat
 import catalogue
 import hostile
 from conftest import ROOT, copy_course, nbgrader
-from grading_helpers import run_grade, tree_hash
+from grading_helpers import CELL_TIMEOUT, run_grade, tree_hash
 from notebook_tools import execute, lean, solved, with_answer
 
 
@@ -208,9 +208,7 @@ def grade_all(folder, lessons, attacks=False, sampled=False):
     course_lessons = sorted(set(lessons) | (set(hostile_catalogue.LESSONS) if attacks else set()))
     root = copy_course(Path(folder) / "course", lessons=course_lessons)
     with open(root / "nbgrader_config.py", "a") as config:
-        # 10 s a cell (30 s in the course's config): every solution cell takes well under that
-        # here, and the infinite-loop submissions wait less.
-        config.write("\nc.Execute.timeout = 10\n")
+        config.write(f"\nc.Execute.timeout = {CELL_TIMEOUT}\n")
     for lesson in course_lessons:
         nbgrader(root, "generate_assignment", lesson, "--force")
     written = {lesson: _write_submissions(root, lesson, sampled) for lesson in lessons}

@@ -21,6 +21,7 @@ Both runs start in the background when the tests are collected (tests/background
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -35,7 +36,7 @@ import hostile_catalogue as catalogue
 import leaks
 from attention_grading.case_secret import course_secret
 from conftest import ROOT, copy_course, nbgrader
-from grading_helpers import LESSON, grade_table, metadata_snapshot, run_grade, snapshot_changes, tree_hash
+from grading_helpers import CELL_TIMEOUT, LESSON, grade_table, metadata_snapshot, run_grade, snapshot_changes, tree_hash
 from listeners import Listener
 from notebook_tools import solved
 
@@ -147,7 +148,7 @@ def grade_with_nbgrader(folder):
     """The plain ``nbgrader autograde`` half: a course of its own, one notebook at a time."""
     root = copy_course(Path(folder) / "course", lessons=list(catalogue.LESSONS))
     with open(root / "nbgrader_config.py", "a") as config:
-        config.write("\nc.Execute.timeout = 10\n")
+        config.write(f"\nc.Execute.timeout = {CELL_TIMEOUT}\n")
     for lesson in catalogue.LESSONS:
         nbgrader(root, "generate_assignment", lesson, "--force")
     context = write_attacks(root)
@@ -317,6 +318,23 @@ def test_outputs_stay_within_the_caps(hostile, way):
     assert any("dropped by the grader" in json.dumps(c.get("outputs", [])) for c in nb.cells), kept
     print(f"\n{way}: largest grading process {hostile['grader_max_rss'] / 2**20:.0f} MiB; "
           f"autograded notebook {path.stat().st_size / 2**20:.1f} MiB")
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_kernel_kept_from_the_cpu_on_purpose_is_stopped_within_the_stretch(hostile, way):
+    """The attack that starves its own kernel (eight busy children on its CPU) stretches its cell's
+    limit, since time a kernel waits for a CPU does not count, but no further than
+    GuardedExecute.time_stretch times it on the wall clock."""
+    from attention_grading.execute import GuardedExecute
+
+    path = _autograded(hostile["root"], "starve_own_kernel")
+    said = " ".join(json.dumps(c.get("outputs", [])) for c in nbformat.read(path, as_version=4).cells)
+    found = re.search(r"stopped after ([0-9.]+) s", said)
+    assert found, said[-2000:]
+    cap = GuardedExecute.class_traits()["time_stretch"].default_value * CELL_TIMEOUT
+    # More than twice the limit: the starving worked (own time was under the limit that long);
+    # the slack after the cap is the interrupt reaching a starved kernel on a busy machine.
+    assert 2 * CELL_TIMEOUT < float(found.group(1)) <= cap + 15, (found.group(0), cap)
 
 
 @pytest.mark.parametrize("way", WAYS)
