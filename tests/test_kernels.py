@@ -18,6 +18,7 @@ from nbclient.exceptions import DeadKernelError
 from attention_grading import zygote_client
 from attention_grading.cells import split_hidden
 from attention_grading.kernel_time import OwnTimeLimits
+from attention_grading.recovery import KernelRecovery
 from attention_grading.kernels import SandboxedKernelManager, SandboxRequest
 from attention_grading.zygote_client import ForkedProcess
 from conftest import ROOT
@@ -414,3 +415,35 @@ def test_a_reply_awaited_outside_a_cell_leaves_the_wait_for_outputs_as_configure
 
     assert asyncio.run(stuck_then_asked()) is None
     assert client.iopub_timeout == 30
+
+
+class RecoveringClient(KernelRecovery, OwnTimeClient):
+    """The kernel-recovery step on its own, over nbclient as GuardedExecute runs it."""
+
+
+#: Registers a hook that stalls every later request, deaf to interrupts: a kernel that took the
+#: interrupt of a cell and then stopped answering.
+STALLS_LATER_REQUESTS = """\
+import signal, time
+def _stall(*_):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    time.sleep(120)
+get_ipython().events.register("pre_run_cell", _stall)
+"""
+
+
+def test_a_kernel_that_no_longer_answers_is_found_unresponsive(tmp_path):
+    """``_responsive`` (asked after a cell was interrupted): True for a kernel that runs ``pass``,
+    False, within seconds, for one that never replies (so the next cell gets a fresh kernel)."""
+    import time
+
+    client = RecoveringClient(nbformat.v4.new_notebook(), timeout=10, interrupt_on_timeout=True,
+                              kernel_name="python3", kernel_manager_class=ForkingKernelManager,
+                              resources={"metadata": {"path": str(tmp_path)}})
+    with client.setup_kernel():
+        assert client._responsive() is True
+        client.wait_for_reply(client.kc.execute(STALLS_LATER_REQUESTS))
+        started = time.monotonic()
+        assert client._responsive() is False
+        assert time.monotonic() - started < 15
+        assert client.timeout == 10

@@ -43,15 +43,16 @@ class KernelRecovery:
         return mentions(cell.source, self._crashing)
 
     def _responsive(self):
-        """Does the kernel still run code? (It may have swallowed the interrupt and kept looping.)
+        """Does the kernel still run code? (It may have swallowed the interrupt and kept looping, or
+        taken it and stopped answering.)
 
         A kernel that took the interrupt runs ``pass`` in milliseconds; one still looping would
         only burn the wait, so the wait is short and a fresh kernel costs little more.
         """
         saved, self.timeout = self.timeout, 3
         try:
-            self.wait_for_reply(self.kc.execute("pass", store_history=False))
-            return True
+            # nbclient gives None, not an error, when the reply does not come in time
+            return self.wait_for_reply(self.kc.execute("pass", store_history=False)) is not None
         except Exception:
             return False
         finally:
