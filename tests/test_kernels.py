@@ -29,10 +29,13 @@ class ForkingKernelManager(SandboxedKernelManager):
     """A kernel manager as GuardedExecute makes one: sandboxed, in a scratch folder of its own."""
 
     def __init__(self, **kwargs):
+        import shutil
         import tempfile
+        import weakref
 
         super().__init__(**kwargs)
         scratch = tempfile.mkdtemp(prefix="attention-kernel-test-")
+        weakref.finalize(self, shutil.rmtree, scratch, ignore_errors=True)   # gone with the manager
         os.makedirs(os.path.join(scratch, "submission"))
         self.sandbox_request = SandboxRequest(scratch, os.path.join(scratch, "submission"), [str(ROOT)])
         self.connection_file = os.path.join(scratch, "connection.json")
