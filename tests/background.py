@@ -52,6 +52,11 @@ class Job:
             raise value
         return value
 
+    def breakdown(self):
+        """The lines a finished run's result offers about its own time (``"_breakdown"``)."""
+        ok, value = self._outcome or (False, None)
+        return list(value.get("_breakdown", [])) if ok and isinstance(value, dict) else []
+
     def cleanup(self):
         """Remove the scratch folder; a run still going (the session stopped early) keeps it."""
         if not self._thread.is_alive():
@@ -86,6 +91,7 @@ def timings(session):
             continue
         ran = f"ran {job.finished - job.started:.0f} s" if job.finished else "still running"
         lines.append(f"{job.name}: started {job.started - job.created:.0f} s after collection, {ran}")
+        lines += job.breakdown()
     return lines
 
 

@@ -196,7 +196,8 @@ def _without_progress(text):
 
 def grade_all(folder, lessons, attacks=False, sampled=False):
     """{lesson: results}: every lesson's catalogue and hostile cases, autograded; with ``attacks``,
-    also the hostile catalogue of tests/hostile_catalogue.py (its results under ``"_hostile"``).
+    also the hostile catalogue of tests/hostile_catalogue.py (its results under ``"_hostile"``);
+    ``"_breakdown"``: where the run's time went, for the summary (``kernel_time_by_lesson``).
 
     All the submissions go in one course and through ``make grade`` (``attention_grading.grade``:
     stock nbgrader ``Autograde`` per submission, four workers), so the cores stay busy to the end
@@ -252,4 +253,35 @@ def grade_all(folder, lessons, attacks=False, sampled=False):
                                               if l == lesson and s in students}
     if attacks:
         results["_hostile"] = hostile_tests.after_make_grade(context, graded)
+    results["_breakdown"] = kernel_time_by_lesson(root) + [
+        f"  {line}" for line in graded.stdout.splitlines() if line.startswith("longest to grade")]
     return results
+
+
+def _span(nb):
+    """Seconds from a notebook's first cell starting to its last cell's reply (nbclient's timing
+    metadata): the kernel's part of a grading job, hidden tests included, its start not."""
+    stamps = [value for cell in nb.cells for key, value in cell.get("metadata", {}).get("execution", {}).items()
+              if key in ("iopub.status.busy", "shell.execute_reply")]
+    if not stamps:
+        return 0.0
+    from datetime import datetime
+
+    times = [datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp() for s in stamps]
+    return max(times) - min(times)
+
+
+def kernel_time_by_lesson(root):
+    """Lines for the background-runs summary: per lesson (and for the hostile catalogue), how many
+    notebooks were graded and the kernel time they took, with the longest: where the run's time went."""
+    groups = {}
+    for path in sorted(Path(root, "autograded").glob("*/*/*.ipynb")):
+        student, lesson = path.parts[-3], path.parts[-2]
+        group = "hostile catalogue" if student.startswith("attack_") else lesson
+        groups.setdefault(group, []).append((_span(nbformat.read(path, as_version=4)), student))
+    lines = []
+    for group, spans in sorted(groups.items(), key=lambda item: -sum(s for s, _ in item[1])):
+        longest, who = max(spans)
+        lines.append(f"  {group}: {len(spans)} notebooks, {sum(s for s, _ in spans):.0f} s in kernels "
+                     f"(longest {longest:.0f} s: {who})")
+    return lines

@@ -75,3 +75,18 @@ def test_open_lessons(tmp_path):
             for lesson in info]
     now = datetime.datetime(2026, 6, 1)
     assert exporter.open_lessons(rec, rows, now) == ["due", "released", "submitted"]
+
+
+def test_the_summary_names_the_submissions_that_took_longest(tmp_path):
+    """make grade's summary ends its first lines with the three longest jobs, longest first."""
+    from attention_grading.grade import GradeRun
+
+    run = GradeRun(root=tmp_path, lessons=["01"], students=["a", "b", "c", "d"])
+    run.job_seconds = {("a", "01"): 4.2, ("b", "01"): 95.4, ("c", "01"): 12.0, ("d", "01"): 30.6}
+    said = []
+    output.print_summary(run, said.append)
+    assert "longest to grade: b / 01 95 s, d / 01 31 s, c / 01 12 s" in said, said
+    run.job_seconds = {("a", "01"): 4.2}
+    said.clear()
+    output.print_summary(run, said.append)
+    assert not any("longest" in line for line in said), said

@@ -84,7 +84,7 @@ class GradeRun:
     changed_manual: dict = field(default_factory=dict)    # (student, lesson): answers to confirm
     sandboxed: bool = True
     seconds: float = 0.0
-    unit_seconds: list = field(default_factory=list)
+    job_seconds: dict = field(default_factory=dict)       # (student, lesson): its last attempt's seconds
     only_students: list = field(default_factory=list)     # --student filters (empty: everyone)
     cluster_lost: str = ""                                # why a Dask cluster stopped the run
     not_graded: list = field(default_factory=list)        # (student, lesson) left for the next run
@@ -324,7 +324,7 @@ def _grade(run, course, chosen, force, feedback, templates, pools, log):
 
     def keep(job, outcome, attempt):
         """Save a job's outcome in the course; None, or why it could not be kept."""
-        run.unit_seconds.append(outcome.result.seconds)
+        run.job_seconds[job.key] = outcome.result.seconds
         if not outcome.ok:
             if outcome.log:
                 _save_log(course.root, job.key, outcome.log, attempt)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from .results import GRADED, NEEDS_MANUAL, NOT_SUBMITTED, UNGRADABLE
 
+LONGEST_JOBS_SHOWN = 3      # make grade's summary names the submissions that took longest
 NAMES = ["first_name", "last_name", "email"]
 FIELDS = ["student", *NAMES, "lesson", "duedate", "timestamp", "raw_score", "late_submission_penalty",
           "score", "max_score", "status", "student_total", "student_max_total", "note"]
@@ -155,6 +156,10 @@ def print_summary(run, log):
         f"({len(run.lms_lessons)} lesson(s) open: {', '.join(run.lms_lessons) or 'none'})")
     if run.backup:
         log(f"the gradebook as it was before this run: {run.backup}")
+    if len(run.job_seconds) > 1:     # where the time went: often a loop that ran to its limits
+        longest = sorted(run.job_seconds.items(), key=lambda item: -item[1])[:LONGEST_JOBS_SHOWN]
+        log("longest to grade: " + ", ".join(f"{student} / {lesson} {seconds:.0f} s"
+                                             for (student, lesson), seconds in longest))
     if not run.sandboxed:
         log("WARNING: this run graded WITHOUT a sandbox (--unsandboxed).")
     if run.kept_manual:
