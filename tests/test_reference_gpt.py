@@ -154,6 +154,33 @@ def test_each_sampling_and_generation_mistake_differs_from_the_reference():
         assert differs, explanation
 
 
+def test_every_draw_of_cases_shows_each_sampling_mistake_far_outside_the_counts_spread():
+    """On each of 500 draws of hidden cases, every catalogued sampling mistake has a case and a
+    token whose expected count sits beyond the band the judge accepts by 6 of its own standard
+    deviations (or is drawn although the reference gives it probability 0): the mistake loses
+    its points on every submission, not on most. The case about overflow overflows every time."""
+    from attention_grading.spec import get
+
+    weak = []
+    for seed in range(500):
+        cases = get("sample_next").cases(np.random.default_rng(seed))
+        [huge] = [c for c in cases if "overflows" in c.label]
+        _, logits, temperature, *_ = huge.args
+        if not np.max(logits) / temperature > np.log(np.finfo(float).max):
+            weak.append((seed, "exp(logits / temperature) does not overflow"))
+        for explanation, how in gpt_checks.SAMPLING_MISTAKES:
+            def shown(case):
+                _, logits, temperature, top_k, _, n = case.args
+                p = R.next_token_probabilities(logits, temperature, top_k)
+                q = gpt_checks.sampling_probabilities(logits, temperature, top_k, **how)
+                band = spec09.SIGMAS * np.sqrt(n * p * (1 - p)) + 1.0
+                beyond = np.abs(n * q - n * p) - band - 6.0 * np.sqrt(n * q * (1 - q))
+                return bool(np.any(beyond > 0) or np.any((p == 0) & (n * q > 20)))
+            if not any(shown(case) for case in cases):
+                weak.append((seed, how))
+    assert not weak, weak[:5]
+
+
 def test_the_mistakes_generation_without_a_mistake_is_the_reference():
     from attention_grading.spec import get
 

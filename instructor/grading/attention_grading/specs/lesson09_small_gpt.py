@@ -290,21 +290,34 @@ def sample_next_cases(g):
     def logits(V, spread=2.0):
         return spread * g.normal(size=V)
 
+    def near_the_top(V, n, tie=False):
+        """Logits whose ``n`` largest lie within 1.5 of each other (the last two tied with ``tie``),
+        the rest below, in random places: a top-k cut near the ``n``-th keeps or drops a token
+        holding a good share of the draws, so a cut in the wrong place shows far outside the
+        counts' spread."""
+        steps = np.cumsum(g.uniform(0.1, 1.5 / (n - 1), size=n - 1))
+        if tie:
+            steps[-1] = steps[-2]
+        head = float(g.normal()) - np.concatenate([[0.0], steps])
+        tail = head[-1] - g.uniform(0.3, 3.0, size=V - n)
+        return np.concatenate([head, tail])[g.permutation(V)]
+
     V = int(g.integers(6, 10))
-    tied = logits(V)
-    order = np.argsort(tied)[::-1]
-    tied[order[3]] = tied[order[2]]                     # the 3rd and 4th largest tie
-    huge = 4e3 * g.normal(size=V)
-    huge[np.argsort(huge)[-2]] = huge.max() - 1.0       # two close winners far above the rest
+    # Two close winners far above the rest, the top one beyond 1.5 × 709.8, where exp of
+    # logits / temperature overflows unless the max is subtracted first.
+    top = float(g.uniform(2e3, 9e3))
+    huge = top - 1.0 - np.abs(4e3 * g.normal(size=V))
+    winners = g.choice(V, size=2, replace=False)
+    huge[winners] = top, top - 1.0
     seed = lambda: int(g.integers(0, 2**31))           # noqa: E731
     sampler = Learner("sample_next")
     return [
         Case("temperature 1, no top-k", (sampler, logits(V), 1.0, None, seed(), DRAWS)),
         Case("temperature 0.5 (sharper)", (sampler, logits(V), 0.5, None, seed(), DRAWS)),
         Case("temperature 2.5 (flatter)", (sampler, logits(V), 2.5, None, seed(), DRAWS)),
-        Case("top_k = 2, temperature 1.5", (sampler, logits(V), 1.5, 2, seed(), DRAWS)),
+        Case("top_k = 2, temperature 1.5", (sampler, near_the_top(V, 3), 1.5, 2, seed(), DRAWS)),
         Case("logits whose 3rd and 4th largest tie, top_k = 3 (every token tied with the 3rd is kept)",
-             (sampler, tied, 1.0, 3, seed(), DRAWS)),
+             (sampler, near_the_top(V, 4, tie=True), 1.0, 3, seed(), DRAWS)),
         Case("top_k larger than the vocabulary (nothing is cut)", (sampler, logits(V), 1.0, V + 3, seed(), DRAWS)),
         Case("logits of size ±1e4, temperature 1.5 (exp of them overflows unless the max is subtracted)",
              (sampler, huge, 1.5, None, seed(), DRAWS)),

@@ -1,0 +1,82 @@
+"""Every catalogue answer keeps its verdict on many draws of hidden cases, not only on the one a
+grading run happens to draw.
+
+Hidden cases are drawn afresh for each submission. A case generator that now and then draws a case
+where a right answer written another way fails (two equal top-1 scores, where rounding picks the
+key), or where a mistake does not show (a tied token holding too few of the draws to be missed,
+logits too small to overflow), fails or spares a learner at random. Here each answer of a lesson's
+catalogue, and its solution, meets the hidden tests of its function on ``DRAWS`` draws, in this
+process (tests/hidden_in_process.py): a WRONG answer fails one of them on every draw, a CORRECT
+one passes all of them on every draw.
+
+Memory measured in this process is not a grading kernel's (no probe messages to take off), so a
+CORRECT answer is judged on the cases and calls alone, without the memory its function takes;
+real kernels measure it in tests/test_lessons.py. After changing a case generator, sweep more
+draws: ``HIDDEN_CASE_DRAWS=60 .venv/bin/python -m pytest --full tests/test_hidden_case_draws.py``.
+"""
+import dataclasses
+import os
+import re
+
+import nbformat
+import numpy as np
+import pytest
+
+import catalogue
+from attention_grading import spec as spec_module
+from attention_grading.hidden_tests import run_locally
+from attention_grading.reference import reference
+from conftest import ROOT, lesson_ids
+from hidden_in_process import namespace_with
+from notebook_tools import grade_id, is_solution_code, is_test
+from visible_checks import _quiet, layout
+
+DRAWS = int(os.environ.get("HIDDEN_CASE_DRAWS", "3"))
+
+
+def hidden_tests_by_function(lesson):
+    """``{function: [names of the hidden tests its test cells run]}``, from the source notebook."""
+    nb = nbformat.read(ROOT / "source" / lesson / f"{lesson}.ipynb", as_version=4)
+    tests, current = {}, None
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        if is_solution_code(cell):
+            current = grade_id(cell)
+        elif current and is_test(cell):
+            tests.setdefault(current, []).extend(re.findall(r'check\("(\w+)"', cell.source))
+    return tests
+
+
+def without_memory(spec):
+    """``spec`` judged on its cases and unmeasured calls alone."""
+    if spec.extra_calls is None or not any(call.memory for call in spec.extra_calls(np.random.default_rng(0))):
+        return spec
+    return dataclasses.replace(spec, extra_calls=None, judge_extra=None)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("lesson", lesson_ids())
+def test_every_answer_keeps_its_verdict_on_every_draw(lesson):
+    """Over DRAWS draws of hidden cases, WRONG answers always lose points and CORRECT ones never do."""
+    cells, functions = layout(lesson)
+    problems = []
+    for function, names in hidden_tests_by_function(lesson).items():
+        wrong, right = (catalogue.entries(lesson, kind).get(function, {}) for kind in ("WRONG", "CORRECT"))
+        answers = [(False, name, source) for name, source in wrong.items()]
+        answers += [(True, name, source) for name, source in right.items()]
+        answers.append((True, "the solution", cells[functions[function][0]].source))
+        for correct, name, source in answers:
+            specs = [spec_module.get(n) for n in names]
+            if correct:
+                specs = [without_memory(spec) for spec in specs]
+            for draw in range(DRAWS):
+                with _quiet():
+                    verdicts = [run_locally(spec, reference(), namespace_with(lesson, function, source),
+                                            np.random.default_rng(draw)) for spec in specs]
+                if correct and not all(v.passed for v in verdicts):
+                    failed = next(v for v in verdicts if not v.passed)
+                    problems.append(f"{function}: the CORRECT {name} fails on draw {draw}: {failed.message[:300]}")
+                elif not correct and all(v.passed for v in verdicts):
+                    problems.append(f"{function}: the WRONG {name} passes every hidden test on draw {draw}")
+    assert not problems, "\n".join(problems)
