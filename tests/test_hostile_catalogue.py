@@ -36,7 +36,8 @@ import hostile_catalogue as catalogue
 import leaks
 from attention_grading.case_secret import course_secret
 from conftest import ROOT, copy_course, nbgrader
-from grading_helpers import CELL_TIMEOUT, LESSON, grade_table, metadata_snapshot, run_grade, snapshot_changes, tree_hash
+from grading_helpers import (CELL_TIMEOUT, LESSON, grade_table, metadata_snapshot, run_grade, snapshot_changes,
+                             tree_hash)
 from listeners import Listener
 from notebook_tools import solved
 
