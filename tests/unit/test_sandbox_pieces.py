@@ -4,6 +4,8 @@ grader's memory meters. The whole sandbox, with real kernels, is tests/test_sand
 import errno
 import os
 import struct
+import subprocess
+import sys
 
 import pytest
 
@@ -124,40 +126,55 @@ def test_other_architectures_are_killed():
 
 # ---------------------------------------------------------------- memory meters
 
+# A fresh, small interpreter rather than a fork of pytest: a fork inherits pytest's heap and its
+# threads' state, and a collection or trim in the child could hand back more than it allocates
+# (seen once beside a loaded full tier: 40 MB touched, 60 KB of growth).
+_ALLOCATOR = """
+import gc, sys
+gc.disable()
+sys.stdout.write("x"); sys.stdout.flush()
+sys.stdin.read(1)
+block = bytearray(int(sys.argv[1]) << 20)
+block[::4096] = b"\\1" * len(block[::4096])
+sys.stdout.write("y"); sys.stdout.flush()
+sys.stdin.read(1)
+"""
+
+
 def _allocating_child(megabytes, cgroup=None):
-    """A child that joins ``cgroup`` (a folder), waits for a byte, touches ``megabytes`` MB, then
-    waits to be killed; (pid, go)."""
-    ready_r, ready_w = os.pipe()
-    go_r, go_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            if cgroup:
-                with open(os.path.join(cgroup, "cgroup.procs"), "w") as fh:
-                    fh.write("0")
-            os.write(ready_w, b"x")
-            os.read(go_r, 1)
-            block = bytearray(megabytes << 20)
-            block[::4096] = b"\1" * len(block[::4096])
-            os.write(ready_w, b"y")
-            os.read(go_r, 1)
-        finally:
-            os._exit(0)
-    os.read(ready_r, 1)
-    return pid, lambda: (os.write(go_w, b"g"), os.read(ready_r, 1))
+    """A child put in ``cgroup`` (a folder) that waits for a byte, touches ``megabytes`` MB, then
+    waits to be killed; (process, go)."""
+    child = subprocess.Popen([sys.executable, "-I", "-S", "-c", _ALLOCATOR, str(megabytes)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        if cgroup:
+            with open(os.path.join(cgroup, "cgroup.procs"), "w") as fh:
+                fh.write(str(child.pid))
+        assert child.stdout.read(1) == b"x"
+    except BaseException:
+        child.kill()
+        child.wait()
+        raise
+
+    def go():
+        child.stdin.write(b"g")
+        child.stdin.flush()
+        assert child.stdout.read(1) == b"y"
+
+    return child, go
 
 
 def test_the_process_meter_sees_what_a_process_allocated():
     """Peak resident memory of a process since start(), read from outside it."""
-    pid, go = _allocating_child(40)
+    child, go = _allocating_child(40)
     try:
-        meter = ProcessMeter(pid)
+        meter = ProcessMeter(child.pid)
         meter.start()
         go()
         assert 38 << 20 <= meter.growth() <= 60 << 20
     finally:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
+        child.kill()
+        child.wait()
 
 
 def test_the_cgroup_meter_sees_what_the_sandbox_allocated():
@@ -170,9 +187,9 @@ def test_the_cgroup_meter_sees_what_the_sandbox_allocated():
     if not memory:
         groups.remove()
         pytest.skip("the grader cannot make a memory cgroup here")
-    pid, go = _allocating_child(40, str(memory[0]))
+    child, go = _allocating_child(40, str(memory[0]))
     try:
-        meter = meter_for(pid)
+        meter = meter_for(child.pid)
         assert isinstance(meter, CgroupMeter)
         meter.start()
         go()
@@ -180,8 +197,8 @@ def test_the_cgroup_meter_sees_what_the_sandbox_allocated():
         meter.close()
         assert isinstance(meter_for(os.getpid()), ProcessMeter)
     finally:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
+        child.kill()
+        child.wait()
         groups.remove()
 
 
