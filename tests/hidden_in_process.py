@@ -5,7 +5,17 @@ grader's own conversation (``hidden_tests.run_locally``) drives it: the cases go
 format (``kernel_probe.encode``/``decode``) as they do to a kernel, earlier graded functions are
 lent from the reference, and the judge decides. What a graded kernel adds (the sandbox, the
 limits) is tested elsewhere; what is decided here is exactly what the judge would decide.
+
+Memory is the exception: measured in the pytest process, it moves with what the process's other
+threads allocate and free beside the call. ``measured_verdict`` runs the hidden test in a fresh
+interpreter of its own instead, alone as a grading kernel is.
 """
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 
 from attention_grading import spec as spec_module
@@ -28,3 +38,25 @@ def hidden_verdict(lesson, function, answer, seed=0, spec_name=None):
     with _quiet():
         return run_locally(spec, reference(), namespace_with(lesson, function, answer),
                            np.random.default_rng(seed))
+
+
+_FRESH = """
+import json, sys
+from hidden_in_process import hidden_verdict
+lesson, function, answer, seed = json.load(sys.stdin)
+verdict = hidden_verdict(lesson, function, answer, seed)
+print(json.dumps({"passed": verdict.passed, "case": verdict.case, "message": verdict.message}))
+"""
+
+
+def measured_verdict(lesson, function, answer, seed=0):
+    """``hidden_verdict`` of ``function``'s own hidden test, in a fresh interpreter: a dict of
+    ``passed``, ``case`` and ``message``."""
+    here = Path(__file__).resolve().parent
+    path = os.pathsep.join(str(p) for p in (here, here.parent / "instructor" / "reference",
+                                            here.parent / "instructor" / "grading"))
+    done = subprocess.run([sys.executable, "-c", _FRESH], input=json.dumps([lesson, function, answer, seed]),
+                          capture_output=True, text=True, timeout=300, cwd=here,
+                          env={**os.environ, "PYTHONPATH": path})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.splitlines()[-1])

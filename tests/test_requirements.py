@@ -25,7 +25,7 @@ from attention_grading import spec as spec_module
 from attention_grading.hidden_tests import run_locally
 from attention_grading.reference import reference
 from conftest import ROOT, lesson_ids
-from hidden_in_process import hidden_verdict, namespace_with
+from hidden_in_process import hidden_verdict, measured_verdict, namespace_with
 from notebook_tools import grade_id, is_solution_code
 from visible_checks import _quiet, layout, run_visible_checks
 
@@ -111,11 +111,16 @@ def test_a_stated_requirement_has_a_hidden_case_that_fails_an_answer_breaking_it
         spec = dataclasses.replace(spec, extra_calls=None, judge_extra=None)   # the cases alone decide
     answer = catalogue.load(lesson).WRONG[function][entry]
     for seed in range(2):
-        with _quiet():
-            verdict = run_locally(spec, reference(), namespace_with(lesson, function, answer),
-                                  np.random.default_rng(seed))
-        assert not verdict.passed, f"{function}.{entry} passed the hidden test (seed {seed})"
-        assert verdict.case == (None if measured else label), (verdict.case, verdict.message)
+        if measured:          # alone in a fresh interpreter, as memory is measured in a kernel
+            verdict = measured_verdict(lesson, function, answer, seed)
+            passed, case, message = verdict["passed"], verdict["case"], verdict["message"]
+        else:
+            with _quiet():
+                verdict = run_locally(spec, reference(), namespace_with(lesson, function, answer),
+                                      np.random.default_rng(seed))
+            passed, case, message = verdict.passed, verdict.case, verdict.message
+        assert not passed, f"{function}.{entry} passed the hidden test (seed {seed})"
+        assert case == (None if measured else label), (case, message)
 
 
 # ---------------------------------------------------------------- visible checks and hidden tests agree on form
