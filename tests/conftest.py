@@ -55,6 +55,19 @@ def course_env(root):
     return env
 
 
+def fresh_python(code, *args, input=None, timeout=300):
+    """``code`` (with ``args``) run by a fresh interpreter with this process's import path: the
+    tests' helpers, the grading package and the hidden reference. For what must be measured away
+    from the pytest process, whose background threads allocate beside it. Its stdout, once it
+    has succeeded."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        str(ROOT / folder) for folder in ("tests", "instructor/reference", "instructor/grading")))
+    done = subprocess.run([sys.executable, "-c", code, *args], input=input, capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT / "tests", env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
 def nbgrader(root, *args, check=True, timeout=900):
     """Run a real ``nbgrader`` command in ``root``; stderr is merged into ``stdout``, in order."""
     done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, env=course_env(root),

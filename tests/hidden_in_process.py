@@ -11,16 +11,13 @@ threads allocate and free beside the call. ``measured_verdict`` runs the hidden 
 interpreter of its own instead, alone as a grading kernel is.
 """
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 
 from attention_grading import spec as spec_module
 from attention_grading.hidden_tests import run_locally
 from attention_grading.reference import reference
+from conftest import fresh_python
 from visible_checks import _fresh, _prefix, _quiet, _run_cell
 
 
@@ -52,11 +49,5 @@ print(json.dumps({"passed": verdict.passed, "case": verdict.case, "message": ver
 def measured_verdict(lesson, function, answer, seed=0):
     """``hidden_verdict`` of ``function``'s own hidden test, in a fresh interpreter: a dict of
     ``passed``, ``case`` and ``message``."""
-    here = Path(__file__).resolve().parent
-    path = os.pathsep.join(str(p) for p in (here, here.parent / "instructor" / "reference",
-                                            here.parent / "instructor" / "grading"))
-    done = subprocess.run([sys.executable, "-c", _FRESH], input=json.dumps([lesson, function, answer, seed]),
-                          capture_output=True, text=True, timeout=300, cwd=here,
-                          env={**os.environ, "PYTHONPATH": path})
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.splitlines()[-1])
+    out = fresh_python(_FRESH, input=json.dumps([lesson, function, answer, seed]))
+    return json.loads(out.splitlines()[-1])

@@ -1,8 +1,5 @@
 """The hidden reference: multi-head attention and tiled (online-softmax) attention."""
 import json
-import os
-import subprocess
-import sys
 import warnings
 
 import numpy as np
@@ -10,7 +7,7 @@ import pytest
 import scipy.special
 
 import attention_reference as R
-from conftest import STRICT_WARNINGS
+from conftest import STRICT_WARNINGS, fresh_python
 
 pytestmark = STRICT_WARNINGS
 
@@ -207,11 +204,7 @@ print(json.dumps(peaks))
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_tiled_peak_memory_grows_like_T_not_T_squared(causal):
-    reference_folder = os.path.dirname(os.path.dirname(R.__file__))    # the folder holding the package
-    done = subprocess.run([sys.executable, "-c", _PEAKS, "causal" if causal else "full"], capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": reference_folder})
-    assert done.returncode == 0, done.stderr[-2000:]
-    peaks = {int(T): peak for T, peak in json.loads(done.stdout).items()}
+    peaks = {int(T): peak for T, peak in json.loads(fresh_python(_PEAKS, "causal" if causal else "full")).items()}
     T, d = 4096, 64
     Q, K, V = randn(35, T, d), randn(36, T, d), randn(37, T, d)
     O = R.tiled_attention(Q, K, V, block_size=64, causal=causal)
