@@ -18,6 +18,22 @@ from pathlib import Path
 import pytest
 
 JOBS = pytest.StashKey[dict]()
+#: Names of the fixtures that wait for a background run (``@waits``): a declaration made when the
+#: test modules are imported, like a marker's, not state of a run.
+_WAITING_FIXTURES = set()
+
+
+def waits(fixture_function):
+    """Declare a fixture as waiting for a background run (put it under ``@pytest.fixture``): the
+    tests that use it, directly or through other fixtures, are moved to the end of the session, so
+    that the foreground does not stand idle while the run finishes."""
+    _WAITING_FIXTURES.add(fixture_function.__name__)
+    return fixture_function
+
+
+def waiting(item):
+    """Does this test use, directly or through other fixtures, one that waits for a background run?"""
+    return bool(_WAITING_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
 class Job:

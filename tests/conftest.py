@@ -11,6 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 sys.path.insert(0, str(ROOT / "tests"))
 
+import background  # noqa: E402  (tests/ on the path first)
+
 #: For the modules that test pure code (the reference, the widgets): its warnings are errors. Not
 #: ResourceWarnings, though: those come from other tests' garbage, which the collector reports in
 #: whichever test it happens to run, and a warnings filter holds for the whole process.
@@ -107,7 +109,6 @@ def lesson01_class(tmp_path_factory):
 
 # ---------------------------------------------------------------- background runs (tests/background.py)
 
-BACKGROUND_FIXTURES = ("validation", "learner_validation", "graded", "hostile")
 HOSTILE_LESSON = "01_context_vectors"
 
 
@@ -138,6 +139,17 @@ def graded_selection(session):
     return sorted(lessons), attacks, not full_tier(session.config)
 
 
+@pytest.fixture(scope="session")
+@background.waits
+def graded(request):
+    """{lesson: results} of autograding the selected lessons' catalogues, with the hostile
+    catalogue's ``make grade`` half when selected (``lesson_grading.grade_all``; started in the
+    background as soon as the tests are collected)."""
+    import lesson_grading
+
+    return background.result(request.session, "graded", lesson_grading.grade_all, *graded_selection(request.session))
+
+
 def full_tier(config):
     """``pytest --full`` (the root conftest.py defines the option and leaves the rest out without it)."""
     return bool(config.getoption("full", default=False))
@@ -146,7 +158,7 @@ def full_tier(config):
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
     """Tests that read a background run go last: the run gets the whole session to finish."""
-    late = [item for item in items if set(BACKGROUND_FIXTURES) & set(getattr(item, "fixturenames", ()))]
+    late = [item for item in items if background.waiting(item)]
     if late:
         moved = {id(item) for item in late}
         items[:] = [item for item in items if id(item) not in moved] + late
@@ -155,7 +167,6 @@ def pytest_collection_modifyitems(session, config, items):
 def pytest_collection_finish(session):
     if session.config.option.collectonly:
         return
-    import background
     import lesson_grading
 
     selected = lessons_using(session, "validation")
@@ -200,7 +211,5 @@ def pytest_terminal_summary(terminalreporter):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    import background
-
     session.config.stash[BACKGROUND_TIMES] = background.timings(session)
     background.cleanup(session)

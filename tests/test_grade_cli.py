@@ -17,7 +17,7 @@ pytestmark = pytest.mark.nbgrader
 
 
 @pytest.fixture(scope="module")
-def graded(lesson01_class):
+def graded_class(lesson01_class):
     """The class of conftest.lesson01_class: good, blank, buggy, crashing, grader-killing and broken
     submissions, graded with 2 workers (tests/test_postgres.py compares with it too)."""
     return lesson01_class
@@ -28,8 +28,8 @@ def rows(root):
         return {(r["student"], r["lesson"]): r for r in csv.DictReader(fh)}
 
 
-def test_bad_input_is_named_and_everyone_else_is_graded(graded):
-    root, done, _ = graded
+def test_bad_input_is_named_and_everyone_else_is_graded(graded_class):
+    root, done, _ = graded_class
     out = done.stdout + done.stderr
     assert done.returncode == 1, out
     assert "could NOT be graded" in out
@@ -44,8 +44,8 @@ def test_bad_input_is_named_and_everyone_else_is_graded(graded):
     assert "not valid JSON" in table["dave", LESSON]["note"]     # grades.csv says why, too
 
 
-def test_scores_csv_table_and_feedback(graded):
-    root, done, _ = graded
+def test_scores_csv_table_and_feedback(graded_class):
+    root, done, _ = graded_class
     table = rows(root)
     assert set(table) == {(s, LESSON) for s in ("alice", "bob", "carol", "dave", "erin", "frank", "gina", "hank")}
     alice, bob, carol = (float(table[s, LESSON]["score"]) for s in ("alice", "bob", "carol"))
@@ -62,7 +62,7 @@ def test_scores_csv_table_and_feedback(graded):
     assert "attention_grading.hidden" not in html           # the course's feedback filter ran
 
 
-def test_feedback_names_each_check_and_awaits_manual_grading(graded):
+def test_feedback_names_each_check_and_awaits_manual_grading(graded_class):
     """The feedback's summary names every graded cell (exercise and check, or question) and shows
     written answers nobody has graded yet as awaiting manual grading, out of the score shown."""
     import re
@@ -71,7 +71,7 @@ def test_feedback_names_each_check_and_awaits_manual_grading(graded):
     from attention_grading.cells import CellPlan, check_title
     from markupsafe import escape       # the template escapes names as Jinja does
 
-    root, _, _ = graded
+    root, _, _ = graded_class
     auto, total, _ = lesson_points(root)
     release = nbformat.read(conftest.ROOT / "notebooks" / LESSON / f"{LESSON}.ipynb", as_version=4)
     plan = CellPlan(release.cells)
@@ -89,8 +89,8 @@ def test_feedback_names_each_check_and_awaits_manual_grading(graded):
     assert "awaiting manual grading" not in bob and f"(Score: 0.0 / {total:.1f})" in bob
 
 
-def test_grading_report(graded):
-    root, _, _ = graded
+def test_grading_report(graded_class):
+    root, _, _ = graded_class
     report = root / "grading-report"
     assert (report / "index.html").is_file() and (report / "scores.png").is_file()
     summary = (report / "summary.md").read_text()
@@ -100,8 +100,8 @@ def test_grading_report(graded):
     assert "dave / 01_context_vectors" in summary             # ungradable submissions listed
 
 
-def test_a_crashing_submission_fails_alone(graded):
-    root, done, _ = graded
+def test_a_crashing_submission_fails_alone(graded_class):
+    root, done, _ = graded_class
     # a kernel that dies (os._exit) is either recovered by the course's executor or reported
     # as this one submission's failure; either way everyone else is graded
     status = rows(root)["gina", LESSON]["status"]
@@ -114,10 +114,10 @@ def test_a_crashing_submission_fails_alone(graded):
     assert rows(root)["carol", LESSON]["status"] != "ungradable"
 
 
-def test_a_submission_that_tries_to_kill_its_grader_is_just_graded(graded):
+def test_a_submission_that_tries_to_kill_its_grader_is_just_graded(graded_class):
     """Its kernel cannot see or signal any grading process: it is graded like any other (its
     softmax, the killing code, scores 0), and nobody needed a second attempt."""
-    root, done, _ = graded
+    root, done, _ = graded_class
     table = rows(root)
     assert table["hank", LESSON]["status"] != "ungradable", done.stdout[-3000:]
     scores = grade_table(f"sqlite:///{root / 'gradebook.db'}")
@@ -127,13 +127,13 @@ def test_a_submission_that_tries_to_kill_its_grader_is_just_graded(graded):
         assert table[student, LESSON]["note"] == "", table[student, LESSON]
 
 
-def test_submitted_is_never_modified(graded):
-    root, _, before = graded
+def test_submitted_is_never_modified(graded_class):
+    root, _, before = graded_class
     assert tree_hash(root / "submitted") == before
 
 
-def test_scores_equal_stock_sequential_autograde(graded, tmp_path):
-    root, _, _ = graded
+def test_scores_equal_stock_sequential_autograde(graded_class, tmp_path):
+    root, _, _ = graded_class
     stock = copy_course(tmp_path / "stock")
     for student, kind in (("alice", "correct"), ("bob", "blank"), ("carol", "buggy")):
         submit(stock, student, notebook(kind))
@@ -144,9 +144,9 @@ def test_scores_equal_stock_sequential_autograde(graded, tmp_path):
     assert theirs and {k: v for k, v in ours.items() if k[0] in {"alice", "bob", "carol"}} == theirs
 
 
-def test_second_run_skips_then_force_and_filters(graded):
+def test_second_run_skips_then_force_and_filters(graded_class):
     """Unchanged submissions are skipped; --student/--force regrade one; grades.csv keeps the class."""
-    root, _, before = graded
+    root, _, before = graded_class
     alice_before = rows(root)["alice", LESSON]["score"]
     again = run_grade(root, "--workers", "2", "--no-report")
     assert "5 submission(s) already graded and unchanged: skipped" in again.stdout, again.stdout
@@ -161,14 +161,14 @@ def test_second_run_skips_then_force_and_filters(graded):
     assert tree_hash(root / "submitted") == before
 
 
-def test_stale_stored_tests_stop_grading_and_content_hashes_decide_what_is_graded(graded, tmp_path):
+def test_stale_stored_tests_stop_grading_and_content_hashes_decide_what_is_graded(graded_class, tmp_path):
     """A stored hidden test that is not source/'s stops the run before anything is graded, with
     the command that fixes it. After that command, content hashes decide: a new notebook dated in
     the past is graded, a touched but unchanged one is not."""
     import sqlite3
 
     root = tmp_path / "course"
-    shutil.copytree(graded[0], root, symlinks=True)
+    shutil.copytree(graded_class[0], root, symlinks=True)
     with sqlite3.connect(root / "gradebook.db") as db:
         db.execute("UPDATE source_cell SET source = 'pass  # always passes' WHERE name = "
                    "'softmax_matches_reference'")
@@ -188,11 +188,11 @@ def test_stale_stored_tests_stop_grading_and_content_hashes_decide_what_is_grade
     assert float(rows(root)["carol", LESSON]["score"]) == float(rows(root)["alice", LESSON]["score"])
 
 
-def test_no_sandbox_no_grading_unless_asked(graded, tmp_path):
+def test_no_sandbox_no_grading_unless_asked(graded_class, tmp_path):
     """Where the sandbox cannot be set up, make grade stops and names what is missing; with
     --unsandboxed it grades, warns, and the report says so on its first line."""
     root = tmp_path / "course"
-    shutil.copytree(graded[0], root, symlinks=True)
+    shutil.copytree(graded_class[0], root, symlinks=True)
     refused = run_grade(root, "--force", "--no-report", ATTENTION_SANDBOX_PRETEND_MISSING="landlock")
     assert refused.returncode != 0
     assert "Landlock" in refused.stdout + refused.stderr and "--unsandboxed" in refused.stdout + refused.stderr
@@ -206,15 +206,15 @@ def test_no_sandbox_no_grading_unless_asked(graded, tmp_path):
     assert notes["sandbox"] is None
 
 
-def test_unknown_lesson_is_refused(graded):
-    root, _, _ = graded
+def test_unknown_lesson_is_refused(graded_class):
+    root, _, _ = graded_class
     done = run_grade(root, "--lesson", "99_nope", "--no-report")
     assert done.returncode != 0 and "unknown lesson" in (done.stdout + done.stderr)
 
 
-def test_feedback_teaches_without_leaking(graded):
+def test_feedback_teaches_without_leaking(graded_class):
     """Every feedback file: names, points and diagnoses; never hidden test code, reference code or paths."""
-    root, _, _ = graded
+    root, _, _ = graded_class
     files = list((root / "feedback").rglob("*.html"))
     assert files
     for path in files:
@@ -225,20 +225,20 @@ def test_feedback_teaches_without_leaking(graded):
     assert "hidden tests run here" in carol
 
 
-def test_make_grade_prints_no_runtime_warning(graded):
+def test_make_grade_prints_no_runtime_warning(graded_class):
     """Neither the command nor its workers warn (the class is graded with 2 workers, and one is
     killed and replaced): nothing imports attention_grading.grade before runpy runs it in a
     worker (pool.PRELOAD leaves it out)."""
-    _, done, _ = graded
+    _, done, _ = graded_class
     out = done.stdout + done.stderr
     assert "RuntimeWarning" not in out and "found in sys.modules" not in out, out[-3000:]
 
 
-def test_grades_by_learner_is_grades_csv_one_row_per_learner(graded):
+def test_grades_by_learner_is_grades_csv_one_row_per_learner(graded_class):
     """grades-by-learner.csv (for a learning-management system): one row per learner, points and
     percent per lesson, totals; the same numbers as grades.csv; an ungradable lesson's cells empty
     and the note saying why."""
-    root, _, _ = graded
+    root, _, _ = graded_class
     table = rows(root)
     with open(root / "grades-by-learner.csv", newline="") as fh:
         reader = csv.DictReader(fh)

@@ -166,26 +166,20 @@ def grade_with_nbgrader(folder):
 
 
 @pytest.fixture(scope="session")
-def graded_run(request):
-    import lesson_grading
-    from conftest import graded_selection
-
-    return background.result(request.session, "graded", lesson_grading.grade_all, *graded_selection(request.session))
-
-
-@pytest.fixture(scope="session")
-def make_grade_half(graded_run):
+def make_grade_half(graded):
     """The attacks graded by ``make grade`` with the catalogue (tests/lesson_grading.py)."""
-    return graded_run["_hostile"]
+    return graded["_hostile"]
 
 
 @pytest.fixture(scope="session")
+@background.waits
 def nbgrader_half(request):
     """The attacks graded by plain ``nbgrader autograde`` (started in the background)."""
     return background.result(request.session, "hostile", grade_with_nbgrader, after="validation")
 
 
 @pytest.fixture
+@background.waits
 def hostile(request, way):
     """The results of grading every attack the way the test is parametrized with."""
     return request.getfixturevalue({"make grade": "make_grade_half", "nbgrader autograde": "nbgrader_half"}[way])

@@ -44,6 +44,7 @@ def test_release_holds_no_solution_and_no_hidden_test(lesson):
 
 
 @pytest.fixture(scope="session")
+@background.waits
 def validation(request):
     """({notebook: report} of ``validate`` on the sources, same of ``validate --invert`` on the release)."""
     return background.result(request.session, "validation", lesson_grading.validate_all,
@@ -67,14 +68,6 @@ def test_validate_invert_fails_every_test_of_the_release(lesson, validation):
 
 
 # ---------------------------------------------------------------- the catalogue, autograded
-
-@pytest.fixture(scope="session")
-def graded(request):
-    """{lesson: results} of autograding every lesson's catalogue and hostile cases (see
-    ``lesson_grading.grade_all``; started in the background as soon as the tests are collected)."""
-    return background.result(request.session, "graded", lesson_grading.grade_all,
-                             *graded_selection(request.session))
-
 
 def _test_cells(lesson):
     return functions_of_tests(nbformat.read(solution_path(lesson), as_version=4))

@@ -23,6 +23,7 @@ AS_LEARNER = [lesson if lesson == LESSONS[0] else pytest.param(lesson, marks=pyt
 
 
 @pytest.fixture(scope="session")
+@background.waits
 def learner_validation(request):
     """``lesson_grading.validate_as_learner`` on the lessons selected (started in the background)."""
     return background.result(request.session, "learner_validation", lesson_grading.validate_as_learner,

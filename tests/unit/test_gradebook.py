@@ -52,7 +52,7 @@ def _read(db_url, student="alice"):
 
 
 @pytest.fixture
-def graded(stored_lesson):
+def hand_graded(stored_lesson):
     """(db_url, the learner's notebook): alice's late submission, autograded, her written answer
     graded 0.5 by hand with a comment, and an extension of one day."""
     from nbgrader.api import Gradebook
@@ -68,12 +68,12 @@ def graded(stored_lesson):
     return db_url, learner
 
 
-def test_a_standing_travels_as_data_and_seeds_the_same_submission(graded, tmp_path, _empty_gradebook):
+def test_a_standing_travels_as_data_and_seeds_the_same_submission(hand_graded, tmp_path, _empty_gradebook):
     """What a job carries (JSON-friendly) seeds a scratch gradebook holding the lesson with the
     same standing: grades, manual grades, comments, timestamp, extension."""
     import json
 
-    db_url, _ = graded
+    db_url, _ = hand_graded
     before = _read(db_url)
     carried = standing.Standing.from_dict(json.loads(json.dumps(before.as_dict())))
     scratch = tmp_path / "scratch.db"
@@ -89,11 +89,11 @@ def test_a_standing_travels_as_data_and_seeds_the_same_submission(graded, tmp_pa
     assert before.comments[LESSON]["self_weight_answer"] == [None, "Half: see lesson 03."]
 
 
-def test_the_digest_follows_what_a_page_shows(graded):
+def test_the_digest_follows_what_a_page_shows(hand_graded):
     """A manual grade or a comment changes the digest; a learner's name does not."""
     from nbgrader.api import Gradebook
 
-    db_url, _ = graded
+    db_url, _ = hand_graded
     first = _read(db_url).digest()
     with Gradebook(db_url, COURSE_ID) as gb:
         gb.update_or_create_student("alice", last_name="Ng")
@@ -102,13 +102,13 @@ def test_the_digest_follows_what_a_page_shows(graded):
     assert _read(db_url).digest() != first
 
 
-def test_a_regrade_keeps_the_manual_grade_of_an_unchanged_answer(graded):
+def test_a_regrade_keeps_the_manual_grade_of_an_unchanged_answer(hand_graded):
     """nbgrader's SaveAutoGrades flags a manually graded answer for review again; the course puts
     it back as the instructor left it when the text is the one graded, and leaves it flagged (its
     score kept) when the learner changed it."""
     from nbgrader.api import Gradebook
 
-    db_url, learner = graded
+    db_url, learner = hand_graded
     prior, answered = _read(db_url), standing.answer_digests(learner)
     _graded(db_url, learner)                                   # the regrade
     assert _read(db_url).grades[LESSON]["self_weight_answer"][3] is True
@@ -125,14 +125,14 @@ def test_a_regrade_keeps_the_manual_grade_of_an_unchanged_answer(graded):
     assert _read(db_url).grades[LESSON]["self_weight_answer"] == [None, 0.5, None, True]
 
 
-def test_late_penalties_are_nbgraders(graded, tmp_path):
+def test_late_penalties_are_nbgraders(hand_graded, tmp_path):
     """With penalty_method "zero", the course's reassessment sets exactly the penalty stock
     AssignLatePenalties (built with the same configuration) sets, before and after the extension
     runs out; without the configuration nbgrader would set none."""
     from nbgrader.api import Gradebook
     from nbgrader.preprocessors import AssignLatePenalties
 
-    db_url, learner = graded
+    db_url, learner = hand_graded
     config = Config()
     config.LateSubmissionPlugin.penalty_method = "zero"
     copy = tmp_path / "copy.db"
@@ -155,12 +155,12 @@ def test_late_penalties_are_nbgraders(graded, tmp_path):
     assert _read(f"sqlite:///{copy}").penalties[LESSON] is None
 
 
-def test_final_scores_are_nbgrader_exports(graded):
+def test_final_scores_are_nbgrader_exports(hand_graded):
     """The final score is the gradebook's score less the penalty, never below 0 (nbgrader's
     CsvExportPlugin)."""
     from nbgrader.api import Gradebook
 
-    db_url, _ = graded
+    db_url, _ = hand_graded
     config = Config()
     config.LateSubmissionPlugin.penalty_method = "zero"
     with Gradebook(db_url, COURSE_ID) as gb:
