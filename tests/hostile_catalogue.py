@@ -10,8 +10,9 @@ source, so it knows the folder layout and, here, the course's absolute path. Eac
 find any trace of it, and prints ``<marker> GOT`` whenever something it should not be able to do
 worked.
 
-``tests/test_hostile_catalogue.py`` grades them all, beside a correct learner, with ``make grade``
-and with plain ``nbgrader autograde``.
+``tests/test_hostile_catalogue.py`` grades them all (the full tier), beside a correct learner, with
+``make grade`` and with plain ``nbgrader autograde``; the quick tier grades ``selected(full=False)``
+with ``make grade``.
 """
 
 import json
@@ -52,6 +53,7 @@ class Attack:
     graded: bool = True          # False: not a notebook the grader reads (named; everyone else graded)
     written: tuple = ()          # written answers it tampers with: they must still await manual grading
     correct: bool = False        # its answers are right (``code`` None: the solution's): exactly full marks
+    full_only: str = ""          # the quick-tier test that proves the same wall, where grading it takes long
 
     @property
     def exercises(self):
@@ -354,7 +356,9 @@ except OSError:
     pass
 print("{marker} children", children)
 '''),
-    "starve_own_kernel": Attack("softmax", "keep its own kernel from the CPU so that its time limit never runs out", '''
+    "starve_own_kernel": Attack("softmax", "keep its own kernel from the CPU so that its time limit never runs out",
+                                full_only="test_kernels.py::test_a_kernel_starved_of_cpu_keeps_its_time_and_a_sleeping_one_is_stopped",
+                                code='''
 import os, subprocess, sys, time
 def softmax(x, axis=-1):
     return np.zeros_like(np.asarray(x, dtype=float))
@@ -452,7 +456,9 @@ def contextualize(X):
 
 _kept = {{}}
 '''),
-    "abuse_the_lent_softmax": Attack("contextualize", "ask the lent softmax for huge and many answers", '''
+    "abuse_the_lent_softmax": Attack("contextualize", "ask the lent softmax for huge and many answers",
+                                    full_only="unit/test_conversation.py::test_stand_ins_refuse_huge_inputs_and_too_many_calls",
+                                    code='''
 def contextualize(X):
     X = np.asarray(X, dtype=float)
     for shape in ((1 << 20, 4), (2, 1 << 15, 1 << 15)):
@@ -915,6 +921,18 @@ get_ipython().events.register("post_run_cell", _malformed)
 
 # What every attack above must still allow: it is the learner's own softmax, wrong on purpose
 # where the attack fails. Written answers are left empty.
+
+
+def selected(full):
+    """The attacks a tier grades: every one in the full tier; in the quick tier, those on lesson 01,
+    less the few that wait out a limit for long where a quick test proves the same wall (``full_only``)."""
+    return sorted(name for name, attack in ATTACKS.items()
+                  if full or (attack.lesson == LESSON and not attack.full_only))
+
+
+def lessons_of(names):
+    """The lessons the attacks ``names`` are handed in for, in order."""
+    return sorted({ATTACKS[name].lesson for name in names})
 
 
 def build(answer, name, context):

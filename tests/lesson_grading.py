@@ -195,8 +195,9 @@ def _without_progress(text):
 
 
 def grade_all(folder, lessons, attacks=False, sampled=False):
-    """{lesson: results}: every lesson's catalogue and hostile cases, autograded; with ``attacks``,
-    also the hostile catalogue of tests/hostile_catalogue.py (its results under ``"_hostile"``);
+    """{lesson: results}: every lesson's catalogue and hostile cases, autograded (a sample of each
+    when ``sampled``); with ``attacks``, also the hostile catalogue of tests/hostile_catalogue.py
+    (its quick-tier selection when ``sampled``; its results under ``"_hostile"``);
     ``"_breakdown"``: where the run's time went, for the summary (``kernel_time_by_lesson``).
 
     All the submissions go in one course and through ``make grade`` (``attention_grading.grade``:
@@ -206,7 +207,8 @@ def grade_all(folder, lessons, attacks=False, sampled=False):
     """
     import hostile_catalogue
 
-    course_lessons = sorted(set(lessons) | (set(hostile_catalogue.LESSONS) if attacks else set()))
+    attack_names = hostile_catalogue.selected(full=not sampled) if attacks else []
+    course_lessons = sorted(set(lessons) | set(hostile_catalogue.lessons_of(attack_names)))
     root = copy_course(Path(folder) / "course", lessons=course_lessons)
     with open(root / "nbgrader_config.py", "a") as config:
         config.write(f"\nc.Execute.timeout = {CELL_TIMEOUT}\n")
@@ -216,7 +218,7 @@ def grade_all(folder, lessons, attacks=False, sampled=False):
     if attacks:
         import test_hostile_catalogue as hostile_tests
 
-        context = hostile_tests.write_attacks(root)
+        context = hostile_tests.write_attacks(root, attack_names)
     before = tree_hash(root / "submitted")
     lesson_args = [arg for lesson in course_lessons for arg in ("--lesson", lesson)]
     secret = {"ATTENTION_TEST_SECRET": hostile_tests.SECRET} if attacks else {}

@@ -43,6 +43,25 @@ from notebook_tools import solved
 
 pytestmark = pytest.mark.nbgrader
 ATTACKS = sorted(catalogue.ATTACKS)
+QUICK_ATTACKS = catalogue.selected(full=False)
+
+
+def tier_marks(*attacks):
+    """The marks of a test that reads ``attacks``: none when the quick tier grades them all, else ``full``."""
+    return (pytest.mark.full,) if set(attacks) - set(QUICK_ATTACKS) else ()
+
+
+def reading(*attacks):
+    """Decorate a test that reads ``attacks`` with ``tier_marks``."""
+    def marked(test):
+        for mark in tier_marks(*attacks):
+            test = mark(test)
+        return test
+    return marked
+
+
+#: ``attack`` parameters: those the quick tier does not grade run in the full tier only.
+ATTACK_PARAMS = [pytest.param(name, marks=tier_marks(name)) for name in ATTACKS]
 SECRET = "attention-grader-secret-6f1d2"
 COURSE_TREES = ("submitted", "source", "solutions", "instructor")
 SEARCHED = [Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/root"), ROOT]
@@ -68,20 +87,21 @@ CORRECT = "solution"            # the correct learner graded beside every attack
 FEEDBACK_READERS = ("print_everything_into_feedback", "script_in_output", "script_in_answer", "grader_secrets")
 
 
-def write_attacks(root):
-    """Hand in every attack (and, unless the course has one, a correct learner of each attacked
-    lesson) in the course at ``root``; start the listener; take the "before" snapshots. Returns
-    the context."""
+def write_attacks(root, names):
+    """Hand in the attacks ``names`` (and, unless the course has one, a correct learner of each
+    attacked lesson) in the course at ``root``; start the listener; take the "before" snapshots.
+    Returns the context."""
     listener = Listener()
+    lessons = catalogue.lessons_of(names)
     context = {"course": str(root), "grader_pid": os.getpid(), "secret": SECRET, **listener.addresses()}
     answers = {lesson: solved(ROOT / "notebooks" / lesson / f"{lesson}.ipynb",
-                              ROOT / "solutions" / lesson / f"{lesson}.ipynb") for lesson in catalogue.LESSONS}
+                              ROOT / "solutions" / lesson / f"{lesson}.ipynb") for lesson in lessons}
     for lesson, answer in answers.items():
         if not (root / "submitted" / CORRECT / lesson).exists():
             folder = root / "submitted" / CORRECT / lesson
             folder.mkdir(parents=True)
             nbformat.write(answer, folder / f"{lesson}.ipynb")
-    for name in ATTACKS:
+    for name in names:
         lesson = catalogue.ATTACKS[name].lesson
         nb, files, raw = catalogue.build(answers[lesson], name, context)
         folder = root / "submitted" / f"attack_{name}" / lesson
@@ -94,14 +114,14 @@ def write_attacks(root):
             (folder / path).parent.mkdir(parents=True, exist_ok=True)
             (folder / path).write_text(content)
     course_secret(root)           # the course's own state, made before grading as a first run does
-    return {"listener": listener, "root": root,
+    return {"listener": listener, "root": root, "attacks": list(names), "lessons": lessons,
             "before": {tree: tree_hash(root / tree) for tree in COURSE_TREES},
             "environment_before": {folder: metadata_snapshot(folder) for folder in WATCHED}}
 
 
-def _scores(root):
+def _scores(root, lessons):
     table = {}
-    for lesson in catalogue.LESSONS:
+    for lesson in lessons:
         table.update(grade_table(f"sqlite:///{root / 'gradebook.db'}", lesson))
     return table
 
@@ -111,12 +131,12 @@ def inspect(context, run, again=None):
     root = context["root"]
     time.sleep(2)                      # what a detached process would do after the run
     grades_csv = root / "grades.csv"
-    return {"run": run, "root": root,
+    return {"run": run, "root": root, "attacks": context["attacks"], "lessons": context["lessons"],
             "after": {tree: tree_hash(root / tree) for tree in COURSE_TREES},
             "before": context["before"],
             "environment_changed": {folder: snapshot_changes(state, metadata_snapshot(folder))
                                     for folder, state in context["environment_before"].items()},
-            "scores": _scores(root), "traces": traces(),
+            "scores": _scores(root, context["lessons"]), "traces": traces(),
             "listener": list(context["listener"].received), "ignored": list(context["listener"].ignored),
             "again": again, "grades_csv": grades_csv.read_bytes() if grades_csv.exists() else None,
             "grader_max_rss": _max_rss_of_children()}
@@ -152,7 +172,7 @@ def grade_with_nbgrader(folder):
         config.write(f"\nc.Execute.timeout = {CELL_TIMEOUT}\n")
     for lesson in catalogue.LESSONS:
         nbgrader(root, "generate_assignment", lesson, "--force")
-    context = write_attacks(root)
+    context = write_attacks(root, ATTACKS)
     runs = [subprocess.run(
         [os.sys.executable, "-m", "nbgrader", "autograde", lesson, "--force"], cwd=root,
         env={**os.environ, "ATTENTION_TEST_SECRET": SECRET,
@@ -196,13 +216,24 @@ WAYS = ["make grade", pytest.param("nbgrader autograde", marks=pytest.mark.full)
 OUTPUT_CAP_BYTES = (8 << 20) + (2 << 20)   # GuardedExecute.max_notebook_output_bytes, and the lesson itself
 
 
+def test_an_attack_left_to_the_full_tier_names_a_quick_test_of_its_wall():
+    """Each attack the quick tier leaves out (``full_only``) names a test of the quick tier that
+    proves the same wall, and that test exists."""
+    for name, attack in catalogue.ATTACKS.items():
+        if attack.full_only:
+            path, test = attack.full_only.split("::")
+            source = (ROOT / "tests" / path).read_text()
+            assert f"def {test}(" in source, f"{name}: {attack.full_only} is not a test"
+            assert not re.search(rf"@pytest\.mark\.full\s*\ndef {test}\(", source), f"{name}: {test} is full tier"
+
+
 def _autograded(root, name):
     lesson = catalogue.ATTACKS[name].lesson
     return root / "autograded" / f"attack_{name}" / lesson / f"{lesson}.ipynb"
 
 
 @pytest.mark.parametrize("way", WAYS)
-@pytest.mark.parametrize("attack", ATTACKS)
+@pytest.mark.parametrize("attack", ATTACK_PARAMS)
 def test_the_attacker_gains_nothing(hostile, attack, way):
     """Every exercise the attack answers scores 0, graded (not left blank by an error); a written
     answer it tampers with still awaits manual grading. A file that is not a notebook the grader
@@ -241,12 +272,13 @@ def _maxima(root, lesson):
 
 @pytest.mark.parametrize("way", WAYS)
 def test_the_correct_learner_keeps_full_marks_and_grading_finishes(hostile, way):
-    """The correct learners (lessons 01 and 08), graded in the same run as every attack, score
-    every autograded point; the run ended."""
+    """The correct learners (of lesson 01, and of lesson 08 where its attacks were graded), graded
+    in the same run as the attacks, score every autograded point; the run ended."""
     run = hostile["run"]
     assert run.returncode in (0, 1), run.stdout[-3000:] + run.stderr[-3000:]
     correct = _points(hostile["scores"], CORRECT, TESTS["softmax"] + TESTS["contextualize"])
-    correct.update(_points(hostile["scores"], CORRECT, TESTS["tiled_attention"], catalogue.MEASURED_LESSON))
+    if catalogue.MEASURED_LESSON in hostile["lessons"]:
+        correct.update(_points(hostile["scores"], CORRECT, TESTS["tiled_attention"], catalogue.MEASURED_LESSON))
     assert all(v == (3.0, False) for v in correct.values()), (correct, run.stdout[-3000:])
 
 
@@ -259,7 +291,7 @@ def test_the_course_is_untouched(hostile, way):
     assert hostile["after"] == hostile["before"]
     root = hostile["root"]
     assert stored_test_mismatches(root, f"sqlite:///{root / 'gradebook.db'}", "attention",
-                                  list(catalogue.LESSONS)) == {}
+                                  hostile["lessons"]) == {}
 
 
 @pytest.mark.parametrize("way", WAYS)
@@ -289,7 +321,7 @@ def test_nothing_an_attack_tried_worked(hostile, way):
     other attempt got through."""
     root = hostile["root"]
     got = {}
-    for name in ATTACKS:
+    for name in hostile["attacks"]:
         path = _autograded(root, name)
         if path.is_file():
             said = [json.dumps(c.get("outputs", [])) for c in nbformat.read(path, as_version=4).cells]
@@ -315,6 +347,7 @@ def test_outputs_stay_within_the_caps(hostile, way):
           f"autograded notebook {path.stat().st_size / 2**20:.1f} MiB")
 
 
+@reading("starve_own_kernel")
 @pytest.mark.parametrize("way", WAYS)
 def test_a_kernel_kept_from_the_cpu_on_purpose_is_stopped_within_the_stretch(hostile, way):
     """The attack that starves its own kernel (eight busy children on its CPU) stretches its cell's

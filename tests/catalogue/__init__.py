@@ -20,7 +20,9 @@ take long to grade), always including a correct answer that warns or writes to s
 import importlib
 import pkgutil
 
-LIMITS = {"WRONG": 2, "CORRECT": 1}
+#: The quick tier's sample: one wrong and one correct answer per function, so that every exercise
+#: is graded both ways and every lesson's run stays a few notebooks (the full tier: every entry).
+LIMITS = {"WRONG": 1, "CORRECT": 1}
 #: In a module's REQUIREMENTS, the measurements a hidden test judges after every case passed.
 MEASUREMENTS = "the measurements made after every case"
 NOISY = ("warn", "stderr", "chatty", "noisy")

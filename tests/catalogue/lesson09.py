@@ -48,10 +48,6 @@ def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
 '''
 
 
-#: The quick tier grades one wrong answer per function here: six functions, each notebook a few
-#: thousand stand-in calls, as many notebooks as the other lessons' samples (the full tier: all).
-QUICK_LIMITS = {"WRONG": 1}
-
 WRONG = {
     "positional_encoding": {
         "sin_cos_swapped": '''
