@@ -85,13 +85,12 @@ def lessons():
     return lesson_ids()
 
 
-@pytest.fixture(scope="session")
-def lesson01_class(tmp_path_factory):
+def grade_lesson01_class(folder):
     """(course root, make grade's result, hash of submitted/ before): a lesson-01 class with
     good, blank, buggy, crashing, grader-killing and broken submissions, graded with 2 workers."""
     from grading_helpers import LESSON, copy_course as lesson01_course, notebook, run_grade, submit, tree_hash
 
-    root = lesson01_course(tmp_path_factory.mktemp("course"))
+    root = lesson01_course(Path(folder) / "course")
     submit(root, "alice", notebook("correct"))
     (root / "submitted" / "alice" / LESSON / "notes.txt").write_text("my notes")
     submit(root, "bob", notebook("blank"))
@@ -105,6 +104,14 @@ def lesson01_class(tmp_path_factory):
     before = tree_hash(root / "submitted")
     done = run_grade(root, "--workers", "2")
     return root, done, before
+
+
+@pytest.fixture(scope="session")
+@background.waits
+def lesson01_class(request):
+    """``grade_lesson01_class``, shared by the tests of the grading command, slips, the exchange,
+    Dask and PostgreSQL (started in the background as soon as the tests are collected)."""
+    return background.result(request.session, "lesson01_class", grade_lesson01_class)
 
 
 # ---------------------------------------------------------------- background runs (tests/background.py)
@@ -176,6 +183,8 @@ def pytest_collection_finish(session):
     if selected:
         background.start(session, "learner_validation", lesson_grading.validate_as_learner, selected,
                          after="validation")
+    if any(_uses(item, "lesson01_class") for item in session.items):
+        background.start(session, "lesson01_class", grade_lesson01_class, after="validation")
     lessons, attacks, sampled = graded_selection(session)
     if lessons:
         background.start(session, "graded", lesson_grading.grade_all, lessons, attacks, sampled)

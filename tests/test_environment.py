@@ -133,6 +133,7 @@ IMAGE = {"numpy": "2.1.3", "matplotlib": "3.9.2", "ipywidgets": "8.1.5", "tqdm":
          "jupyterlab": "4.2.5", "notebook": "7.2.2"}
 
 
+@pytest.mark.full   # a pip resolution of its own; the quick tier resolves the course's packages once
 def test_an_existing_image_keeps_its_packages(tmp_path):
     """An image that already has older NumPy, Matplotlib, JupyterLab and Notebook releases (a
     JupyterHub image of 2024) takes the course without any of them being replaced."""

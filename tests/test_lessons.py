@@ -144,7 +144,7 @@ def test_wrong_answers_lose_points_on_their_own_exercise_only(lesson, graded, re
     if full:
         assert len(wrong) == catalogue.size(lesson, "WRONG"), "a wrong entry was not graded"
     per_function = {f: sum(1 for e in wrong.values() if e["wrong"][0] == f) for f in set(owners.values())}
-    least = 3 if full else catalogue.limits(lesson)["WRONG"]
+    least = 3 if full else catalogue.LIMITS["WRONG"]
     assert min(per_function.values()) >= least, f"fewer than {least} wrong answers for a function: {per_function}"
     assert not problems, "\n".join(problems)
 

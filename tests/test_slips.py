@@ -25,6 +25,7 @@ def graded_copy(lesson01_class, tmp_path):
     return root
 
 
+@pytest.mark.full   # four make grade runs; the quick tier's slips are the two tests below
 def test_a_missing_gradebook_stops_the_run_and_names_both(graded_copy, tmp_path, monkeypatch):
     """gradebook.db moved away, or a URL pointing at a gradebook that is not there (or is empty),
     while autograded/ holds results: nothing is graded or written, and the message names the

@@ -91,6 +91,7 @@ kernel._publish_status = announce_late
 
 
 @pytest.mark.nbgrader
+@pytest.mark.full   # waits out a late kernel; the quick tier validates as a learner in the tests above
 def test_validate_waits_for_a_kernel_that_says_idle_late(tmp_path):
     """A kernel slow to say it is idle after a cell is waited for: Validate does not fail the notebook."""
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(LATE_IDLE), nbformat.v4.new_code_cell("1 + 1")])

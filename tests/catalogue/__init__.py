@@ -14,8 +14,7 @@ although the hidden tests give them full marks, each with the reason.
 ``make test-all`` (the full tier) grades every entry through real nbgrader (tests/test_lessons.py
 packs each wrong answer with correct answers of the lesson's other functions, so one notebook
 checks several entries); ``make test`` (the quick tier) grades a sample: the first ``LIMITS``
-entries of each function (fewer where a module sets ``QUICK_LIMITS``: a lesson whose notebooks
-take long to grade), always including a correct answer that warns or writes to stderr.
+entries of each function, always including a correct answer that warns or writes to stderr.
 """
 import importlib
 import pkgutil
@@ -36,12 +35,6 @@ def load(lesson_id):
     return importlib.import_module(f"{__name__}.{name}")
 
 
-def limits(lesson_id):
-    """How many entries of each kind per function the quick tier grades in a lesson: ``LIMITS``,
-    or its module's ``QUICK_LIMITS`` where it sets them."""
-    return {**LIMITS, **getattr(load(lesson_id), "QUICK_LIMITS", {})}
-
-
 def entries(lesson_id, kind, sampled=False):
     """``{function: {name: source}}`` of one kind: all of it, or the first ``limits`` when ``sampled``."""
     module = load(lesson_id)
@@ -51,7 +44,7 @@ def entries(lesson_id, kind, sampled=False):
     trimmed = {}
     for function, variants in table.items():
         names = list(variants)
-        keep = names[: limits(lesson_id)[kind]]
+        keep = names[: LIMITS[kind]]
         noisy = [n for n in names if any(word in n for word in NOISY)]
         if noisy and not set(noisy) & set(keep):
             keep[-1] = noisy[0]
