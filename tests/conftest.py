@@ -110,7 +110,7 @@ def grade_lesson01_class(folder):
 @background.waits
 def lesson01_class(request):
     """``grade_lesson01_class``, shared by the tests of the grading command, slips, the exchange,
-    Dask and PostgreSQL (started in the background as soon as the tests are collected)."""
+    Dask and PostgreSQL (started in the background when validation is done)."""
     return background.result(request.session, "lesson01_class", grade_lesson01_class)
 
 

@@ -8,8 +8,10 @@ limits) is tested elsewhere; what is decided here is exactly what the judge woul
 
 Memory is the exception: measured in the pytest process, it moves with what the process's other
 threads allocate and free beside the call. ``measured_verdict`` runs the hidden test in a fresh
-interpreter of its own instead, alone as a grading kernel is.
+interpreter of its own instead, alone as a grading kernel is; ``without_memory_judgement`` leaves
+the measurement out, for tests about something else.
 """
+import dataclasses
 import json
 
 import numpy as np
@@ -35,6 +37,14 @@ def hidden_verdict(lesson, function, answer, seed=0, spec_name=None):
     with _quiet():
         return run_locally(spec, reference(), namespace_with(lesson, function, answer),
                            np.random.default_rng(seed))
+
+
+def without_memory_judgement(spec):
+    """``spec`` as it is, or, when its measurements include memory, without them (the cases alone
+    decide): for tests that judge in this process something other than memory."""
+    if spec.extra_calls is None or not any(call.memory for call in spec.extra_calls(np.random.default_rng(0))):
+        return spec
+    return dataclasses.replace(spec, extra_calls=None, judge_extra=None)
 
 
 _FRESH = """

@@ -16,7 +16,6 @@ whose mistake shows only in the memory it takes (it gives right values on every 
 real kernels, which measure it in tests/test_lessons.py. After changing a case generator, sweep more
 draws: ``HIDDEN_CASE_DRAWS=60 .venv/bin/python -m pytest --full tests/test_hidden_case_draws.py``.
 """
-import dataclasses
 import os
 import re
 
@@ -29,7 +28,7 @@ from attention_grading import spec as spec_module
 from attention_grading.hidden_tests import run_locally
 from attention_grading.reference import reference
 from conftest import ROOT, lesson_ids
-from hidden_in_process import namespace_with
+from hidden_in_process import namespace_with, without_memory_judgement
 from notebook_tools import grade_id, is_solution_code, is_test
 from visible_checks import _quiet, layout
 
@@ -50,13 +49,6 @@ def hidden_tests_by_function(lesson):
     return tests
 
 
-def without_memory(spec):
-    """``spec`` judged on its cases and unmeasured calls alone."""
-    if spec.extra_calls is None or not any(call.memory for call in spec.extra_calls(np.random.default_rng(0))):
-        return spec
-    return dataclasses.replace(spec, extra_calls=None, judge_extra=None)
-
-
 @pytest.mark.full
 @pytest.mark.parametrize("lesson", lesson_ids())
 def test_every_answer_keeps_its_verdict_on_every_draw(lesson):
@@ -69,7 +61,7 @@ def test_every_answer_keeps_its_verdict_on_every_draw(lesson):
         answers += [(True, name, source) for name, source in right.items()]
         answers.append((True, "the solution", cells[functions[function][0]].source))
         specs = [spec_module.get(n) for n in names]
-        unmeasured = [without_memory(spec) for spec in specs]
+        unmeasured = [without_memory_judgement(spec) for spec in specs]
         measured = any(a is not b for a, b in zip(specs, unmeasured))
         for correct, name, source in answers:
             passed_on = []

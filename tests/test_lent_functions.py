@@ -18,6 +18,7 @@ from attention_grading.hidden_tests import ConversationLimits, run_locally
 from attention_grading.reference import reference
 from attention_grading.spec import get
 from conftest import ROOT
+from hidden_in_process import without_memory_judgement
 from notebook_tools import grade_id, is_solution_code
 
 LESSON = "09_small_gpt"
@@ -41,7 +42,11 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
 
 
 def verdict(name, space, spec=None, seed=0):
-    return run_locally(spec or get(name), reference(), space, np.random.default_rng(seed))
+    """The judge's verdict on ``space``'s ``name``, in this process. Not on its memory: measured
+    here, it moves with what the session's background runs allocate beside the call (lending is
+    what these tests are about; tests/test_requirements.py judges memory in a fresh interpreter)."""
+    spec = without_memory_judgement(spec or get(name))
+    return run_locally(spec, reference(), space, np.random.default_rng(seed))
 
 
 def test_the_solution_passes_every_hidden_test_of_the_lesson():
