@@ -161,6 +161,7 @@ def test_second_run_skips_then_force_and_filters(graded_class):
     assert tree_hash(root / "submitted") == before
 
 
+@pytest.mark.full   # a copy of the class graded three more times; the quick tier's re-runs are the test above
 def test_stale_stored_tests_stop_grading_and_content_hashes_decide_what_is_graded(graded_class, tmp_path):
     """A stored hidden test that is not source/'s stops the run before anything is graded, with
     the command that fixes it. After that command, content hashes decide: a new notebook dated in
