@@ -19,7 +19,7 @@ import catalogue
 import hostile
 import leaks
 import lesson_grading
-from conftest import closing_notes, graded_selection, lesson_ids, lessons_using
+from conftest import closing_notes, lesson_ids, lessons_using
 from lesson_grading import release_path, solution_path
 from notebook_tools import functions_of_tests, grade_id, is_solution_code
 
