@@ -18,22 +18,63 @@ from pathlib import Path
 import pytest
 
 JOBS = pytest.StashKey[dict]()
-#: Names of the fixtures that wait for a background run (``@waits``): a declaration made when the
-#: test modules are imported, like a marker's, not state of a run.
-_WAITING_FIXTURES = set()
+#: ``{name: function}`` of the fixtures that wait for a background run (``@waits``, ``@fixture``):
+#: a declaration made when the test modules are imported, like a marker's, not state of a run.
+_WAITING_FIXTURES = {}
+#: ``{fixture name: (function, after, the fixture's function)}`` of the fixtures declared with
+#: ``@fixture``: declarations too.
+_DECLARED = {}
 
 
 def waits(fixture_function):
     """Declare a fixture as waiting for a background run (put it under ``@pytest.fixture``): the
     tests that use it, directly or through other fixtures, are moved to the end of the session, so
     that the foreground does not stand idle while the run finishes."""
-    _WAITING_FIXTURES.add(fixture_function.__name__)
+    _WAITING_FIXTURES[fixture_function.__name__] = fixture_function
     return fixture_function
 
 
+def fixture(after=None):
+    """``@background.fixture(after=...)`` above ``def name(folder, session)``: a session fixture
+    ``name`` whose value is what the function returns, computed in a background run of that name
+    that starts when the tests are collected (``start_declared``), if a selected test uses it,
+    once the run ``after`` is done. Its tests go last, like those of every fixture that ``waits``.
+    For fixtures that cost minutes of subprocesses (kernels, ``make grade``): the foreground goes
+    on with other tests meanwhile. The function runs in a thread: it must not change the process
+    (its directory, ``sys.stdout``, the environment)."""
+    def declare(function):
+        name = function.__name__
+        if name in _DECLARED:
+            raise ValueError(f"two background fixtures are named {name!r}: a run is known by its name")
+
+        def waiting_fixture(request):
+            return result(request.session, name, function, request.session, after=after)
+
+        waiting_fixture.__doc__ = function.__doc__
+        _DECLARED[name] = (function, after, waiting_fixture)
+        _WAITING_FIXTURES[name] = waiting_fixture
+        return pytest.fixture(scope="session", name=name)(waiting_fixture)
+    return declare
+
+
+def _resolves_to(item, name, fixture_function):
+    """Does ``item``'s fixture ``name`` resolve to ``fixture_function`` (not to another module's
+    fixture of the same name)?"""
+    definitions = item._fixtureinfo.name2fixturedefs.get(name) if hasattr(item, "_fixtureinfo") else None
+    return bool(definitions) and definitions[-1].func is fixture_function
+
+
+def start_declared(session):
+    """Start the declared runs (``@fixture``) that a selected test uses, in the order declared."""
+    for name, (function, after, fixture_function) in _DECLARED.items():
+        if any(_resolves_to(item, name, fixture_function) for item in session.items):
+            start(session, name, function, session, after=after)
+
+
 def waiting(item):
-    """Does this test use, directly or through other fixtures, one that waits for a background run?"""
-    return bool(_WAITING_FIXTURES & set(getattr(item, "fixturenames", ())))
+    """Does this test use, directly or through other fixtures, one that waits for a background run
+    (and not merely another fixture of the same name)?"""
+    return any(_resolves_to(item, name, function) for name, function in _WAITING_FIXTURES.items())
 
 
 class Job:

@@ -194,6 +194,7 @@ def pytest_collection_finish(session):
         # One notebook at a time: it starts when validation is done, beside the catalogue's four
         # workers, so that neither ends alone on one core while the other core waits.
         background.start(session, "hostile", test_hostile_catalogue.grade_with_nbgrader, after="validation")
+    background.start_declared(session)
 
 
 CLOSING_NOTES = pytest.StashKey[list]()

@@ -7,11 +7,13 @@ import re
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
+import background
 from conftest import ROOT
 
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -119,27 +121,36 @@ def _resolve(*args):
     return {_name(item["metadata"]["name"]): item["metadata"]["version"] for item in report["install"]}
 
 
-@pytest.mark.full      # pip's resolver, about 30 s: the quick tier keeps the other packaging checks
-def test_the_lowest_claimed_python_resolves_the_learners_requirements():
-    """pip resolves `pip install .`'s requirements for the lowest requires-python version, and
-    with constraints.txt it picks exactly the tested versions."""
-    assert {_name(r.name) for r in LEARNER} <= set(_resolve())
-    tested = _resolve("-c", str(ROOT / "constraints.txt"))
-    for requirement in LEARNER:
-        assert tested[_name(requirement.name)] == constraints()[_name(requirement.name)]
-
-
 IMAGE = {"numpy": "2.1.3", "matplotlib": "3.9.2", "ipywidgets": "8.1.5", "tqdm": "4.66.5",
          "jupyterlab": "4.2.5", "notebook": "7.2.2"}
 
 
-@pytest.mark.full   # a pip resolution of its own; the quick tier resolves the course's packages once
-def test_an_existing_image_keeps_its_packages(tmp_path):
+@background.fixture()
+def resolutions(folder, session):
+    """pip's resolutions of the learner's requirements on the lowest claimed Python: as they are
+    (``"open"``), with constraints.txt (``"tested"``) and with the pins of an existing image
+    (``"image"``, IMAGE). In the background: each is a run of pip's resolver, about 30 s."""
+    image = Path(folder) / "image.txt"
+    image.write_text("".join(f"{name}=={version}\n" for name, version in IMAGE.items()))
+    return {"open": _resolve(), "tested": _resolve("-c", str(ROOT / "constraints.txt")),
+            "image": _resolve("-c", str(image))}
+
+
+@pytest.mark.full      # pip's resolver: the quick tier keeps the other packaging checks
+def test_the_lowest_claimed_python_resolves_the_learners_requirements(resolutions):
+    """pip resolves `pip install .`'s requirements for the lowest requires-python version, and
+    with constraints.txt it picks exactly the tested versions."""
+    assert {_name(r.name) for r in LEARNER} <= set(resolutions["open"])
+    tested = resolutions["tested"]
+    for requirement in LEARNER:
+        assert tested[_name(requirement.name)] == constraints()[_name(requirement.name)]
+
+
+@pytest.mark.full   # a pip resolution of its own
+def test_an_existing_image_keeps_its_packages(resolutions):
     """An image that already has older NumPy, Matplotlib, JupyterLab and Notebook releases (a
     JupyterHub image of 2024) takes the course without any of them being replaced."""
-    image = tmp_path / "image.txt"
-    image.write_text("".join(f"{name}=={version}\n" for name, version in IMAGE.items()))
-    resolved = _resolve("-c", str(image))
+    resolved = resolutions["image"]
     assert {name: resolved[name] for name in IMAGE} == IMAGE
 
 

@@ -5,24 +5,27 @@ Hidden cases are drawn afresh for each submission. A case generator that now and
 where a right answer written another way fails (two equal top-1 scores, where rounding picks the
 key), or where a mistake does not show (a tied token holding too few of the draws to be missed,
 logits too small to overflow), fails or spares a learner at random. Here each answer of a lesson's
-catalogue, and its solution, meets the hidden tests of its function on ``DRAWS`` draws, in this
-process (tests/hidden_in_process.py): a WRONG answer fails one of them on every draw, a CORRECT
-one passes all of them on every draw.
+catalogue, and its solution, meets the hidden tests of its function on ``DRAWS`` draws, in a Python
+process of its own (tests/hidden_in_process.py; one per lesson, in the background): a WRONG answer
+fails one of them on every draw, a CORRECT one passes all of them on every draw.
 
-Memory measured in this process is not a grading kernel's: the meter reads the whole pytest
-process, whose other threads allocate and free beside the call, and there are no probe messages
-to take off. So every answer is judged on the cases and unmeasured calls alone, and a WRONG answer
-whose mistake shows only in the memory it takes (it gives right values on every draw) is left to
-real kernels, which measure it in tests/test_lessons.py. After changing a case generator, sweep more
-draws: ``HIDDEN_CASE_DRAWS=60 .venv/bin/python -m pytest --full tests/test_hidden_case_draws.py``.
+Memory measured there is not a grading kernel's: the meter reads the whole process, and there are
+no probe messages to take off. So every answer is judged on the cases and unmeasured calls alone,
+and a WRONG answer whose mistake shows only in the memory it takes (it gives right values on every
+draw) is left to real kernels, which measure it in tests/test_lessons.py. After changing a case
+generator, sweep more draws: ``HIDDEN_CASE_DRAWS=60 .venv/bin/python -m pytest --full tests/test_hidden_case_draws.py``.
 """
+import json
 import os
 import re
+import subprocess
+import sys
 
 import nbformat
 import numpy as np
 import pytest
 
+import background
 import catalogue
 from attention_grading import spec as spec_module
 from attention_grading.hidden_tests import run_locally
@@ -49,10 +52,9 @@ def hidden_tests_by_function(lesson):
     return tests
 
 
-@pytest.mark.full
-@pytest.mark.parametrize("lesson", lesson_ids())
-def test_every_answer_keeps_its_verdict_on_every_draw(lesson):
-    """Over DRAWS draws of hidden cases, WRONG answers always lose points and CORRECT ones never do."""
+def problems_on_draws(lesson):
+    """What goes wrong over DRAWS draws of ``lesson``'s hidden cases, in this process: a CORRECT
+    answer that fails a draw, a WRONG one that passes one."""
     cells, functions = layout(lesson)
     problems = []
     for function, names in hidden_tests_by_function(lesson).items():
@@ -83,4 +85,28 @@ def test_every_answer_keeps_its_verdict_on_every_draw(lesson):
                 # fault; one that never shows in values is a memory mistake (test_lessons).
                 problems.append(f"{function}: the WRONG {name} gives wrong values on some draws only; "
                                 f"right ones on draws {passed_on}")
-    assert not problems, "\n".join(problems)
+    return problems
+
+
+@background.fixture()
+def draw_problems(folder, session):
+    """``{lesson: problems_on_draws(lesson)}`` for the selected lessons, each in a child process (the
+    checks redirect their process's output), in the background: minutes of CPU in all."""
+    from conftest import lessons_using
+
+    code = "import json, sys; sys.path.insert(0, sys.argv[1]); import test_hidden_case_draws as t; " \
+           "print(json.dumps(t.problems_on_draws(sys.argv[2])))"
+    problems = {}
+    for lesson in lessons_using(session, "draw_problems"):
+        done = subprocess.run([sys.executable, "-c", code, str(ROOT / "tests"), lesson], capture_output=True,
+                              text=True)
+        assert done.returncode == 0, done.stderr[-5000:]
+        problems[lesson] = json.loads(done.stdout.splitlines()[-1])
+    return problems
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("lesson", lesson_ids())
+def test_every_answer_keeps_its_verdict_on_every_draw(lesson, draw_problems):
+    """Over DRAWS draws of hidden cases, WRONG answers always lose points and CORRECT ones never do."""
+    assert not draw_problems[lesson], "\n".join(draw_problems[lesson])

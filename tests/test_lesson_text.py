@@ -21,6 +21,7 @@ import nbformat
 import numpy as np
 import pytest
 
+import background
 from conftest import ROOT, lesson_ids
 from notebook_tools import execute, is_test
 
@@ -326,15 +327,14 @@ def _run(lesson, folder, another_run=False):
     return nb
 
 
-@pytest.fixture(scope="session")
-def executed(tmp_path_factory, request):
+@background.fixture()
+def executed(folder, session):
     """The solution notebook of every lesson a selected test reads, run once headless (in pairs:
     two cores), and those that train once more as another machine would (under ``(lesson,
-    "another run")``)."""
+    "another run")``); in the background from the start (lesson 09 trains for minutes)."""
     from conftest import lessons_using
 
-    folder = tmp_path_factory.mktemp("lesson-text")
-    lessons = lessons_using(request.session, "executed")
+    lessons = lessons_using(session, "executed")
     with ThreadPoolExecutor(2) as pool:
         runs = {(lesson, "another run"): pool.submit(_run, lesson, folder, True) for lesson in lessons
                 if lesson in ANOTHER_RUN}

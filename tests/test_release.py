@@ -4,24 +4,34 @@ import filecmp
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import nbformat
 import pytest
 
+import background
 from conftest import ROOT, copy_course, lesson_ids
 
 LEAKS = ["attention_reference", "attention_grading", "BEGIN HIDDEN TESTS", "BEGIN SOLUTION"]
 
 
-def test_release_and_solutions_are_up_to_date(tmp_path):
-    """Regenerating into a copy of the course changes nothing: run `make release` if this fails."""
-    root = copy_course(tmp_path / "course")
+@background.fixture()
+def regenerated(folder, session):
+    """(a copy of the course whose notebooks/ and solutions/ `make release` made afresh, what the
+    command said)."""
+    root = copy_course(Path(folder) / "course")
     for generated in ("notebooks", "solutions"):
         for path in (root / generated).rglob("*.ipynb"):
             path.unlink()
     done = subprocess.run([sys.executable, "-m", "attention_grading.release", "--root", str(root)],
                           capture_output=True, text=True, cwd=root,
                           env={"PYTHONPATH": str(ROOT / "instructor" / "grading"), "PATH": "/usr/bin:/bin"})
+    return root, done
+
+
+def test_release_and_solutions_are_up_to_date(regenerated):
+    """Regenerating into a copy of the course changes nothing: run `make release` if this fails."""
+    root, done = regenerated
     assert done.returncode == 0, done.stderr
     for generated in ("notebooks", "solutions"):
         fresh = sorted(p.relative_to(root) for p in (root / generated).rglob("*.ipynb"))
@@ -65,10 +75,10 @@ def test_learner_release_folder_has_no_reference_or_hidden_tests():
             assert not [leak for leak in LEAKS if leak in text], path
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory):
+@background.fixture()
+def wheel(folder, session):
     """The wheel `pip install .` builds from this repository (built once for the tests below)."""
-    folder = tmp_path_factory.mktemp("wheel")
+    folder = Path(folder)
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
                            "-w", str(folder), str(ROOT)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr

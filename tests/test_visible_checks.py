@@ -12,20 +12,39 @@ import linecache
 import numpy as np
 import pytest
 
+import background
 import catalogue
 from conftest import ROOT, lesson_ids
-from visible_checks import layout, named, run_visible_checks
+from visible_checks import in_a_child, layout, named, run_visible_checks
 
 README_START, README_END = "<!-- visible-checks:start -->", "<!-- visible-checks:end -->"
 
 
-@pytest.fixture(scope="module")
-def wrong_outcomes():
+@background.fixture()
+def catalogue_outcomes(folder, session):
+    """What the visible checks say about every catalogue entry, and about every correct later
+    function beside each mistake of an earlier one it calls (``_calling_pairs``): ``{"WRONG":
+    {lesson: [(function, entry, outcome)]}, "CORRECT": likewise, "later": {lesson: [(later, its
+    entry, earlier, its mistake, outcome)]}}``. Minutes of CPU, in the background, in a child process."""
+    rows = [("WRONG" if kind == "WRONG" else "CORRECT", lesson, (function, name), (lesson, function, source, None))
+            for lesson in lesson_ids() for kind in ("WRONG", "CORRECT")
+            for function, entries in getattr(catalogue.load(lesson), kind).items()
+            for name, source in entries.items()]
+    rows += [("later", lesson, (later, name, earlier, mistake),
+              (lesson, later, _correct(lesson, later, name), {earlier: _wrong(lesson, earlier, mistake)}))
+             for lesson, later, name, earlier, mistake in _calling_pairs()]
+    outcomes = in_a_child([request for *_, request in rows], folder)
+    table = {"WRONG": {}, "CORRECT": {}, "later": {}}
+    for (kind, lesson, key, _), outcome in zip(rows, outcomes):
+        table[kind].setdefault(lesson, []).append((*key, outcome))
+    return table
+
+
+@pytest.fixture(scope="session")
+def wrong_outcomes(catalogue_outcomes):
     """``{lesson: [(function, entry, outcome, diagnosis words)]}`` for every WRONG entry."""
-    return {lesson: [(function, name, run_visible_checks(lesson, function, source),
-                      catalogue.diagnoses(lesson).get(function, {}).get(name, ()))
-                     for function, entries in catalogue.load(lesson).WRONG.items()
-                     for name, source in entries.items()]
+    return {lesson: [(function, name, outcome, catalogue.diagnoses(lesson).get(function, {}).get(name, ()))
+                     for function, name, outcome in catalogue_outcomes["WRONG"].get(lesson, [])]
             for lesson in lesson_ids()}
 
 
@@ -97,28 +116,27 @@ def _calling_pairs():
 
 
 @pytest.mark.parametrize("lesson", lesson_ids())
-def test_a_later_check_never_blames_the_later_function_for_an_earlier_mistake(lesson):
+def test_a_later_check_never_blames_the_later_function_for_an_earlier_mistake(lesson, catalogue_outcomes):
     """A correct later function that calls a wrong earlier one passes its checks (they do not reach
     the mistake) or is told that the earlier one is wrong, never that it is wrong itself."""
     problems = []
-    for _, later, name, earlier, mistake in [p for p in _calling_pairs() if p[0] == lesson]:
-        outcome = run_visible_checks(lesson, later, _correct(lesson, later, name),
-                                     earlier={earlier: _wrong(lesson, earlier, mistake)})
+    for later, name, earlier, mistake, outcome in catalogue_outcomes["later"].get(lesson, []):
         if outcome.failed and f"calls your {earlier}" not in outcome.message:
             problems.append(f"{later}.{name} with {earlier}.{mistake}: {outcome.message[:300]}")
     assert not problems, "\n".join(problems)
 
 
 @pytest.mark.parametrize("lesson", lesson_ids())
-def test_correct_answers_pass_the_visible_checks(lesson):
+def test_correct_answers_pass_the_visible_checks(lesson, catalogue_outcomes):
+    """Every CORRECT entry passes its function's visible checks, except those VISIBLE_COMPLAINTS lists."""
     complaints = catalogue.visible_complaints(lesson)
-    for function, entries in catalogue.load(lesson).CORRECT.items():
-        for name, source in entries.items():
-            outcome = run_visible_checks(lesson, function, source)
-            if name in complaints.get(function, {}):
-                assert outcome.failed, f"{function}.{name} is listed in VISIBLE_COMPLAINTS but passes"
-            else:
-                assert not outcome.failed, f"{function}.{name} is correct, yet: {outcome.message}"
+    outcomes = catalogue_outcomes["CORRECT"].get(lesson, [])
+    assert len(outcomes) == catalogue.size(lesson, "CORRECT")
+    for function, name, outcome in outcomes:
+        if name in complaints.get(function, {}):
+            assert outcome.failed, f"{function}.{name} is listed in VISIBLE_COMPLAINTS but passes"
+        else:
+            assert not outcome.failed, f"{function}.{name} is correct, yet: {outcome.message}"
 
 
 # ---------------------------------------------------------------- a mistake is blamed where it is made
