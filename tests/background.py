@@ -65,10 +65,17 @@ def _resolves_to(item, name, fixture_function):
 
 
 def start_declared(session):
-    """Start the declared runs (``@fixture``) that a selected test uses, in the order declared."""
-    for name, (function, after, fixture_function) in _DECLARED.items():
-        if any(_resolves_to(item, name, fixture_function) for item in session.items):
-            start(session, name, function, session, after=after)
+    """Start the declared runs (``@fixture``) that selected tests use, ``LANES`` at a time, in the
+    order of the first test that reads each."""
+    first_reader = {}
+    for index, item in enumerate(session.items):
+        for name, (_, _, fixture_function) in _DECLARED.items():
+            if name not in first_reader and _resolves_to(item, name, fixture_function):
+                first_reader[name] = index
+    lanes = Lanes(LANES)
+    for name in sorted(first_reader, key=first_reader.get):
+        function, after, _ = _DECLARED[name]
+        start(session, name, function, session, after=after, lanes=lanes)
 
 
 def waiting(item):
@@ -77,13 +84,41 @@ def waiting(item):
     return any(_resolves_to(item, name, function) for name, function in _WAITING_FIXTURES.items())
 
 
-class Job:
-    """``function(folder, *args)`` in a daemon thread, in a scratch folder removed at the end."""
+class Lanes:
+    """At most ``width`` of the declared runs (``@fixture``) at once, in the order they became ready
+    to start (their ``after`` done): the tests read them in about that order. All at once, they
+    would leave the one-test-at-a-time foreground a sliver of the two cores."""
 
-    def __init__(self, name, function, args, after=None):
+    def __init__(self, width):
+        self._width, self._running, self._queue = width, 0, []
+        self._changed = threading.Condition()
+
+    def enter(self, name):
+        with self._changed:
+            self._queue.append(name)
+            self._changed.wait_for(lambda: self._running < self._width and self._queue[0] == name)
+            self._queue.pop(0)
+            self._running += 1
+            self._changed.notify_all()
+
+    def leave(self):
+        with self._changed:
+            self._running -= 1
+            self._changed.notify_all()
+
+
+#: How many declared runs go at once, beside the catalogue's ``make grade`` and validation.
+LANES = 2
+
+
+class Job:
+    """``function(folder, *args)`` in a daemon thread, in a scratch folder removed at the end;
+    after the job ``after``, and in one of ``lanes`` (``Lanes``) when given."""
+
+    def __init__(self, name, function, args, after=None, lanes=None):
         self.name, self.folder = name, Path(tempfile.mkdtemp(prefix=f"attention-{name}-"))
         self._outcome = None
-        self._after = after
+        self._after, self._lanes = after, lanes
         self.created, self.started, self.finished = time.monotonic(), None, None
         self._thread = threading.Thread(target=self._run, args=(function, args),
                                         name=f"background-{name}", daemon=True)
@@ -92,11 +127,16 @@ class Job:
     def _run(self, function, args):
         if self._after is not None:
             self._after.wait()
+        if self._lanes is not None:
+            self._lanes.enter(self.name)
         self.started = time.monotonic()
         try:
             self._outcome = (True, function(self.folder, *args))
         except BaseException as exc:  # re-raised in the test that asks for the result
             self._outcome = (False, exc)
+        finally:
+            if self._lanes is not None:
+                self._lanes.leave()
         self.finished = time.monotonic()
 
     def wait(self):
@@ -126,11 +166,11 @@ def _jobs(session):
     return session.stash[JOBS]
 
 
-def start(session, name, function, *args, after=None):
-    """Start ``name`` (after the run named ``after``, if that one was started)."""
+def start(session, name, function, *args, after=None, lanes=None):
+    """Start ``name`` (after the run named ``after``, if that one was started; in ``lanes``)."""
     jobs = _jobs(session)
     if name not in jobs:
-        jobs[name] = Job(name, function, args, after=jobs.get(after))
+        jobs[name] = Job(name, function, args, after=jobs.get(after), lanes=lanes)
 
 
 def result(session, name, function, *args, after=None):

@@ -27,6 +27,12 @@ def lesson_ids():
                   if (p / f"{p.name}.ipynb").is_file())
 
 
+def quick_tier_keeps(values, kept):
+    """``values`` as test parameters, those not in ``kept`` marked ``full``: the quick tier runs
+    ``kept``, the full tier every value."""
+    return [value if value in kept else pytest.param(value, marks=pytest.mark.full) for value in values]
+
+
 def copy_course(dest, lessons=None):
     """A working copy of everything nbgrader needs (``lessons``: only those); its own gradebook."""
     dest = Path(dest)

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import background
-from conftest import ROOT, lesson_ids
+from conftest import ROOT, lesson_ids, quick_tier_keeps
 from notebook_tools import execute, is_test
 
 #: Numbers a lesson may quote without printing them, and why: {lesson: {number as written: reason}}.
@@ -268,14 +268,8 @@ def loss_and_grads(params, ids, targets):
 QUICK_TIER = {"01_context_vectors", "07_capstone"}
 
 
-def by_tier(lessons):
-    """``lessons`` as parameters, those not in ``QUICK_TIER`` marked ``full``."""
-    return [lesson if lesson in QUICK_TIER else pytest.param(lesson, marks=pytest.mark.full)
-            for lesson in lessons]
-
-
-LESSONS = by_tier(lesson_ids())
-ANOTHER_RUNS = by_tier(sorted(ANOTHER_RUN))
+LESSONS = quick_tier_keeps(lesson_ids(), QUICK_TIER)
+ANOTHER_RUNS = quick_tier_keeps(sorted(ANOTHER_RUN), QUICK_TIER)
 
 
 def _claims_cell(lesson):
@@ -398,7 +392,7 @@ def _prose_of(nb):
     return " ".join("\n".join(c.source for c in nb.cells if c.cell_type == "markdown").split())
 
 
-@pytest.mark.parametrize("lesson", by_tier(sorted(CLAIMS)))
+@pytest.mark.parametrize("lesson", quick_tier_keeps(sorted(CLAIMS), QUICK_TIER))
 def test_every_claim_in_words_holds_in_the_numbers(lesson, executed):
     """Each "larger", "collapses", "reads X most" the prose claims is checked against the values the
     notebook computed, in every run."""

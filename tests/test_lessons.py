@@ -19,7 +19,7 @@ import catalogue
 import hostile
 import leaks
 import lesson_grading
-from conftest import closing_notes, lesson_ids, lessons_using
+from conftest import closing_notes, lesson_ids, lessons_using, quick_tier_keeps
 from lesson_grading import release_path, solution_path
 from notebook_tools import functions_of_tests, grade_id, is_solution_code
 
@@ -27,8 +27,7 @@ LESSONS = lesson_ids()
 #: ``nbgrader validate`` in the quick tier: the first lesson and the last (its training shortened
 #: for validation); the full tier validates every lesson. The quick tier's catalogue run grades
 #: every lesson's solution and untouched release through ``make grade`` all the same.
-VALIDATED = [lesson if lesson in (LESSONS[0], LESSONS[-1]) else pytest.param(lesson, marks=pytest.mark.full)
-             for lesson in LESSONS]
+VALIDATED = quick_tier_keeps(LESSONS, (LESSONS[0], LESSONS[-1]))
 HIDDEN_MARKERS = ["BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
                   "attention_grading", "attention_reference"]
 
