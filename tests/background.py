@@ -39,9 +39,13 @@ def fixture(after=None):
     ``name`` whose value is what the function returns, computed in a background run of that name
     that starts when the tests are collected (``start_declared``), if a selected test uses it,
     once the run ``after`` is done. Its tests go last, like those of every fixture that ``waits``.
-    For fixtures that cost minutes of subprocesses (kernels, ``make grade``): the foreground goes
-    on with other tests meanwhile. The function runs in a thread: it must not change the process
-    (its directory, ``sys.stdout``, the environment)."""
+    For fixtures that cost minutes of subprocesses (``make grade``, pip, a child Python): the
+    foreground goes on with other tests meanwhile. The function runs in a thread beside them, so it
+    must do its work in subprocesses: it must not change the process (its directory,
+    ``sys.stdout``, the environment), and library code run in this process (nbclient, nbgrader's
+    gradebook, a Dask client) would meet the warning filters of whatever test runs meanwhile,
+    which are process-wide: a ``filterwarnings("error")`` test turned a gradebook warning into an
+    error in the term class's run (b7f7ff0)."""
     def declare(function):
         name = function.__name__
         if name in _DECLARED:

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-import background
 from dask_cluster import LoopbackCluster, wait_until
 from grading_helpers import LESSON, copy_course, env_for, grade_table, lesson_points, notebook, run_grade, submit, tree_hash
 
@@ -85,12 +84,9 @@ def _client(root, address, certificates=None):
     return (done.stdout.strip().splitlines() or [f"no answer: {done.stderr[-300:]}"])[-1]
 
 
-@background.fixture(after="lesson01_class")
-def perimeter(folder, session):
-    """The course's cluster with its certificates, tried by intruders (clients and workers without
-    them, a hostile worker), then grading through it (in the background, once the lesson-01 class
-    is graded: its clients' time limits are short)."""
-    base = Path(folder)
+@pytest.fixture(scope="module")
+def perimeter(tmp_path_factory):
+    base = tmp_path_factory.mktemp("perimeter")
     root = copy_course(base / "course")
     with open(root / "nbgrader_config.py", "a") as config:
         config.write(f"\nc.DaskCluster.max_outcome_bytes = {MAX_OUTCOME_BYTES}\n"

@@ -21,7 +21,6 @@ import nbformat
 import numpy as np
 import pytest
 
-import background
 from conftest import ROOT, lesson_ids, quick_tier_keeps
 from notebook_tools import execute, is_test
 
@@ -321,14 +320,16 @@ def _run(lesson, folder, another_run=False):
     return nb
 
 
-@background.fixture()
-def executed(folder, session):
+@pytest.fixture(scope="session")
+def executed(tmp_path_factory, request):
     """The solution notebook of every lesson a selected test reads, run once headless (in pairs:
     two cores), and those that train once more as another machine would (under ``(lesson,
-    "another run")``); in the background from the start (lesson 09 trains for minutes)."""
+    "another run")``). Not a background fixture: nbclient runs in this process, where a test's
+    warning filters (process-wide) would reach it."""
     from conftest import lessons_using
 
-    lessons = lessons_using(session, "executed")
+    folder = tmp_path_factory.mktemp("lesson-text")
+    lessons = lessons_using(request.session, "executed")
     with ThreadPoolExecutor(2) as pool:
         runs = {(lesson, "another run"): pool.submit(_run, lesson, folder, True) for lesson in lessons
                 if lesson in ANOTHER_RUN}

@@ -6,12 +6,10 @@ import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
 
-import background
 from conftest import ROOT, copy_course, nbgrader
 from grading_helpers import env_for, run_grade
 from notebook_tools import solved, with_answer
@@ -25,12 +23,11 @@ def scaffold(root, *args):
                           env=env_for(root), capture_output=True, text=True, timeout=120)
 
 
-@background.fixture(after="validation")
-def new_lesson(folder, session):
+@pytest.fixture(scope="module")
+def new_lesson(tmp_path_factory):
     """A course copy with lesson 01 and a scaffolded lesson 42, released and graded: the
-    solution, the release as it is and every catalogue entry (in the background: minutes of
-    subprocesses)."""
-    root = copy_course(Path(folder) / "course", lessons=["01_context_vectors"])
+    solution, the release as it is and every catalogue entry."""
+    root = copy_course(tmp_path_factory.mktemp("course"), lessons=["01_context_vectors"])
     made = scaffold(root, LESSON, "--function", FUNCTION)
     assert made.returncode == 0, made.stderr
     released = subprocess.run([sys.executable, "-m", "attention_grading.release", "--root", str(root), LESSON],

@@ -11,11 +11,9 @@ with ``make grade`` four times (and once by stock ``nbgrader autograde``), read 
 """
 import filecmp
 import shutil
-from pathlib import Path
 
 import pytest
 
-import background
 import term_class as term
 from conftest import nbgrader
 from grading_helpers import LESSON
@@ -23,14 +21,13 @@ from grading_helpers import LESSON
 pytestmark = [pytest.mark.nbgrader, pytest.mark.full]   # four make grade runs and stock autograde: ~5 min
 
 
-@background.fixture(after="validation")
-def term_runs(folder, session):
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
     """(root, [Snapshot after each of the four runs], [grades.csv, grades-by-learner.csv] as
-    `nbgrader export` wrote them after the first run); in the background."""
-    root = term.set_up(Path(folder) / "term" / "course")
+    `nbgrader export` wrote them after the first run)."""
+    root = term.set_up(tmp_path_factory.mktemp("term") / "course")
     runs = [term.Snapshot(root, term.run_term(root))]
-    saved = Path(folder) / "exported"
-    saved.mkdir()
+    saved = tmp_path_factory.mktemp("exported")
     nbgrader(root, "export")
     exported = [shutil.copy(root / name, saved / name) for name in ("grades.csv", "grades-by-learner.csv")]
 
@@ -51,36 +48,35 @@ def term_runs(folder, session):
     return root, runs, exported
 
 
-@background.fixture(after="term_runs")
-def stock_term(folder, session):
-    """The same class graded by stock `nbgrader autograde`, and nbgrader's own CSV export of it
-    (in the background, once the term's runs are done)."""
-    root = term.set_up(Path(folder) / "course", lessons=[LESSON])
+@pytest.fixture(scope="module")
+def stock(tmp_path_factory):
+    """The same class graded by stock `nbgrader autograde`, and nbgrader's own CSV export of it."""
+    root = term.set_up(tmp_path_factory.mktemp("stock") / "course", lessons=[LESSON])
     nbgrader(root, "autograde", LESSON, timeout=1800)
     nbgrader(root, "export", "--exporter=nbgrader.plugins.CsvExportPlugin", "--to=stock.csv")
     return root
 
 
-def test_every_run_succeeds(term_runs):
+def test_every_run_succeeds(course):
     """Each of the four runs exits 0 (nothing failed) and prints no traceback."""
-    _, runs, _ = term_runs
+    _, runs, _ = course
     for snapshot in runs:
         assert snapshot.done.returncode == 0, snapshot.out[-4000:]
         assert "Traceback" not in snapshot.out, snapshot.out[-4000:]
 
 
-def test_late_penalties_are_stock_nbgraders(term_runs, stock_term):
+def test_late_penalties_are_stock_nbgraders(course, stock):
     """The late class gets, from make grade, exactly the timestamps, late penalties, scores and
     per-cell grades stock `nbgrader autograde` gives it with the same configuration; and
     grades.csv's score is what nbgrader's own CSV export computes from stock's gradebook."""
-    _, runs, _ = term_runs
-    ours, theirs = runs[0].standings, term.standings(term.db_url(stock_term))
+    _, runs, _ = course
+    ours, theirs = runs[0].standings, term.standings(term.db_url(stock))
     assert set(ours) == set(theirs) == set(term.LEARNERS)
     assert ours == theirs
     assert theirs["bob"][1] == theirs["bob"][2] == 6.0           # late: "zero" takes every point
     assert theirs["carol"][1] == theirs["carol"][2] > 0           # late, and only what she earned
     assert theirs["dave"][1] is None and theirs["alice"][1] is None  # extension / on time
-    stock_csv = {r["student_id"]: r for r in term._csv(stock_term / "stock.csv")}
+    stock_csv = {r["student_id"]: r for r in term._csv(stock / "stock.csv")}
     for student in term.LEARNERS:
         row = runs[0].row(student)
         assert float(row["score"]) == float(stock_csv[student]["score"])
@@ -111,16 +107,16 @@ def _agree(snapshot, shown):
 
 
 @pytest.mark.parametrize("run", [0, 1, 2, 3])
-def test_every_output_agrees_with_the_gradebook(term_runs, run):
+def test_every_output_agrees_with_the_gradebook(course, run):
     """After each run (a manual grade and a comment given, a penalty changed by an extension, a
     forced regrade), every output shows the gradebook's final scores."""
-    _agree(term_runs[1][run], {"alice"} if run == 3 else set(term.LEARNERS))
+    _agree(course[1][run], {"alice"} if run == 3 else set(term.LEARNERS))
 
 
-def test_manual_grades_and_penalties_reach_every_output(term_runs):
+def test_manual_grades_and_penalties_reach_every_output(course):
     """Alice's 0.5 and 1.0 by hand count everywhere; bob's late "zero" penalty follows his new
     score, then goes when an extension makes him on time."""
-    _, runs, _ = term_runs
+    _, runs, _ = course
     assert float(runs[0].row("alice")["score"]) == 6.0 and float(runs[1].row("alice")["score"]) == 7.5
     assert runs[1].table_cell("alice") == "7.5/8"
     assert float(runs[1].row("bob")["late_submission_penalty"]) == 7.0 and float(runs[1].row("bob")["score"]) == 0
@@ -129,11 +125,11 @@ def test_manual_grades_and_penalties_reach_every_output(term_runs):
     assert "Late submission penalty" in runs[1].pages["bob"] and "Late submission penalty" not in runs[2].pages["bob"]
 
 
-def test_feedback_is_rendered_again_where_grades_or_comments_changed(term_runs):
+def test_feedback_is_rendered_again_where_grades_or_comments_changed(course):
     """Run 2 writes the pages of alice and bob (graded by hand) and carol (graded again), not the
     others; run 3 (make feedback) bob's alone (his penalty went); the formgrader's comment is in
     alice's page."""
-    _, runs, _ = term_runs
+    _, runs, _ = course
     assert "feedback pages written 5 (0 already up to date)" in runs[0].out
     assert "graded 1, skipped 4" in runs[1].out and "feedback pages written 3 (2 already up to date)" in runs[1].out
     assert "feedback pages written 1 (4 already up to date)" in runs[2].out and "graded " not in runs[2].out
@@ -144,10 +140,10 @@ def test_feedback_is_rendered_again_where_grades_or_comments_changed(term_runs):
     assert "Close: the rows are scaled by" not in runs[0].pages["alice"]
 
 
-def test_a_regrade_keeps_the_manual_grades_of_unchanged_written_answers(term_runs):
+def test_a_regrade_keeps_the_manual_grades_of_unchanged_written_answers(course):
     """A forced regrade keeps alice's manual grades and comment, confirmed, and says so; carol's
     unchanged answer keeps its grade, her changed one keeps its score but asks to be confirmed."""
-    _, runs, _ = term_runs
+    _, runs, _ = course
     alice = runs[3].standings["alice"][3]
     assert alice["self_weight_answer"] == (None, 0.5, False) and alice["row_softmax_answer"] == (None, 1.0, False)
     assert "kept the manual grades of 2 written answer(s)" in runs[3].out
@@ -159,21 +155,21 @@ def test_a_regrade_keeps_the_manual_grades_of_unchanged_written_answers(term_run
     assert "carol / 01_context_vectors: row_softmax_answer" in runs[1].out.split("needs confirming", 1)[1]
 
 
-def test_nbgrader_export_writes_the_same_files(term_runs):
+def test_nbgrader_export_writes_the_same_files(course):
     """`nbgrader export` (the course's export plugin, from nbgrader_config.py) writes exactly the
     grades.csv and grades-by-learner.csv make grade wrote."""
-    _, runs, exported = term_runs
+    _, runs, exported = course
     assert open(exported[0], "rb").read() == runs[0].grades_bytes
     assert open(exported[1], "rb").read() == runs[0].learners_bytes
 
 
-def test_roster_names_reach_both_csvs_and_the_formgrader(term_runs):
+def test_roster_names_reach_both_csvs_and_the_formgrader(course):
     """The roster imported with `nbgrader db student import` gives every learner their names and
     e-mail in both CSVs and in the formgrader's list; zoe, who submitted nothing, is listed."""
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
-    root, runs, _ = term_runs
+    root, runs, _ = course
     for student, first, last, email in term.ROSTER:
         row = runs[0].row(student)
         assert (row["first_name"], row["last_name"], row["email"]) == (first, last, email)
@@ -187,10 +183,10 @@ def test_roster_names_reach_both_csvs_and_the_formgrader(term_runs):
     assert listed == {student: (first, last, email) for student, first, last, email in term.ROSTER}
 
 
-def test_the_lms_file_leaves_out_lessons_not_open(term_runs):
+def test_the_lms_file_leaves_out_lessons_not_open(course):
     """grades.csv has every lesson; the LMS file lesson 01 (due) and lesson 02 (released through
     the exchange) but not lesson 03 (due in 2099)."""
-    _, runs, _ = term_runs
+    _, runs, _ = course
     assert {r["lesson"] for r in runs[0].grades} == set(term.LESSONS)
     header = list(runs[0].learners[0])
     assert f"{LESSON} points" in header and f"{term.RELEASED} points" in header
@@ -201,19 +197,19 @@ def test_the_lms_file_leaves_out_lessons_not_open(term_runs):
         assert float(learner["total points"]) == expected
 
 
-def test_feedback_folders_hold_only_what_a_learner_receives(term_runs):
+def test_feedback_folders_hold_only_what_a_learner_receives(course):
     """feedback/<student>/<lesson>/ holds the page and nbgrader's timestamp, never the grader's
     notes or results."""
-    root, _, _ = term_runs
+    root, _, _ = course
     for folder in (root / "feedback").glob(f"*/{LESSON}"):
         assert {p.name for p in folder.iterdir()} <= {f"{LESSON}.html", "timestamp.txt", "submission_secret.txt"}
         assert (folder / f"{LESSON}.html").is_file()
 
 
-def test_gradebook_copies_before_each_run(term_runs):
+def test_gradebook_copies_before_each_run(course):
     """Each run copied the gradebook first (at most the last five kept); the newest copy is the
     gradebook as the last run found it: alice's manual grades are in it."""
-    root, _, _ = term_runs
+    root, _, _ = course
     copies = sorted((root / "gradebook-backups").glob("gradebook-*.db"))
     assert len(copies) == 4
     last = term.standings(f"sqlite:///{copies[-1]}")
