@@ -9,7 +9,11 @@ selected some other way) runs in the foreground when first asked for.
 
 The runs live on the pytest session (``session.stash``), not in module globals.
 """
+import json
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -200,3 +204,21 @@ def cleanup(session):
     jobs = _jobs(session)
     while jobs:
         jobs.popitem()[1].cleanup()
+
+
+def in_a_child(folder, module, function, *args):
+    """``module.function(*args)`` in a fresh Python with tests/ on its import path; arguments and
+    result go through JSON files in ``folder``. For a background fixture whose work runs Python code
+    of its own: in a thread of this process it would meet the tests' process-wide state (output
+    redirected, environment, warning filters)."""
+    arguments, result = os.path.join(folder, f"{function}.in.json"), os.path.join(folder, f"{function}.out.json")
+    with open(arguments, "w") as fh:
+        json.dump(args, fh)
+    code = ("import importlib, json, sys; sys.path.insert(0, sys.argv[1]); "
+            "function = getattr(importlib.import_module(sys.argv[2]), sys.argv[3]); "
+            "json.dump(function(*json.load(open(sys.argv[4]))), open(sys.argv[5], 'w'))")
+    done = subprocess.run([sys.executable, "-c", code, os.path.dirname(os.path.abspath(__file__)), module, function,
+                           arguments, result], capture_output=True, text=True)
+    assert done.returncode == 0, f"{module}.{function} failed in a child Python:\n{done.stderr[-5000:]}"
+    with open(result) as fh:
+        return json.load(fh)

@@ -15,11 +15,8 @@ and a WRONG answer whose mistake shows only in the memory it takes (it gives rig
 draw) is left to real kernels, which measure it in tests/test_lessons.py. After changing a case
 generator, sweep more draws: ``HIDDEN_CASE_DRAWS=60 .venv/bin/python -m pytest --full tests/test_hidden_case_draws.py``.
 """
-import json
 import os
 import re
-import subprocess
-import sys
 
 import nbformat
 import numpy as np
@@ -94,15 +91,8 @@ def draw_problems(folder, session):
     checks redirect their process's output), in the background: minutes of CPU in all."""
     from conftest import lessons_using
 
-    code = "import json, sys; sys.path.insert(0, sys.argv[1]); import test_hidden_case_draws as t; " \
-           "print(json.dumps(t.problems_on_draws(sys.argv[2])))"
-    problems = {}
-    for lesson in lessons_using(session, "draw_problems"):
-        done = subprocess.run([sys.executable, "-c", code, str(ROOT / "tests"), lesson], capture_output=True,
-                              text=True)
-        assert done.returncode == 0, done.stderr[-5000:]
-        problems[lesson] = json.loads(done.stdout.splitlines()[-1])
-    return problems
+    return {lesson: background.in_a_child(folder, "test_hidden_case_draws", "problems_on_draws", lesson)
+            for lesson in lessons_using(session, "draw_problems")}
 
 
 @pytest.mark.full

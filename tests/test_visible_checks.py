@@ -15,29 +15,39 @@ import pytest
 import background
 import catalogue
 from conftest import ROOT, lesson_ids
-from visible_checks import in_a_child, layout, named, run_visible_checks
+from visible_checks import Outcome, layout, named, run_visible_checks
 
 README_START, README_END = "<!-- visible-checks:start -->", "<!-- visible-checks:end -->"
 
 
+def catalogue_table():
+    """What the visible checks say about every catalogue entry, and about every correct later
+    function beside each mistake of an earlier one it calls (``_calling_pairs``), in this process:
+    ``{"WRONG": {lesson: [(function, entry, outcome)]}, "CORRECT": likewise, "later": {lesson:
+    [(later, its entry, earlier, its mistake, outcome)]}}``, outcomes as dicts."""
+    from dataclasses import asdict
+
+    table = {"WRONG": {}, "CORRECT": {}, "later": {}}
+    for lesson in lesson_ids():
+        for kind in ("WRONG", "CORRECT"):
+            for function, entries in getattr(catalogue.load(lesson), kind).items():
+                for name, source in entries.items():
+                    outcome = asdict(run_visible_checks(lesson, function, source))
+                    table[kind].setdefault(lesson, []).append((function, name, outcome))
+    for lesson, later, name, earlier, mistake in _calling_pairs():
+        outcome = asdict(run_visible_checks(lesson, later, _correct(lesson, later, name),
+                                            earlier={earlier: _wrong(lesson, earlier, mistake)}))
+        table["later"].setdefault(lesson, []).append((later, name, earlier, mistake, outcome))
+    return table
+
+
 @background.fixture()
 def catalogue_outcomes(folder, session):
-    """What the visible checks say about every catalogue entry, and about every correct later
-    function beside each mistake of an earlier one it calls (``_calling_pairs``): ``{"WRONG":
-    {lesson: [(function, entry, outcome)]}, "CORRECT": likewise, "later": {lesson: [(later, its
-    entry, earlier, its mistake, outcome)]}}``. Minutes of CPU, in the background, in a child process."""
-    rows = [("WRONG" if kind == "WRONG" else "CORRECT", lesson, (function, name), (lesson, function, source, None))
-            for lesson in lesson_ids() for kind in ("WRONG", "CORRECT")
-            for function, entries in getattr(catalogue.load(lesson), kind).items()
-            for name, source in entries.items()]
-    rows += [("later", lesson, (later, name, earlier, mistake),
-              (lesson, later, _correct(lesson, later, name), {earlier: _wrong(lesson, earlier, mistake)}))
-             for lesson, later, name, earlier, mistake in _calling_pairs()]
-    outcomes = in_a_child([request for *_, request in rows], folder)
-    table = {"WRONG": {}, "CORRECT": {}, "later": {}}
-    for (kind, lesson, key, _), outcome in zip(rows, outcomes):
-        table[kind].setdefault(lesson, []).append((*key, outcome))
-    return table
+    """``catalogue_table()`` with ``Outcome``s: minutes of CPU, in the background, in a child Python
+    (the checks redirect their process's output and set its environment)."""
+    table = background.in_a_child(folder, "test_visible_checks", "catalogue_table")
+    return {kind: {lesson: [(*key, Outcome(**outcome)) for *key, outcome in rows] for lesson, rows in lessons.items()}
+            for kind, lessons in table.items()}
 
 
 @pytest.fixture(scope="session")

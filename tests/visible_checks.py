@@ -8,13 +8,10 @@ message of the first check that failed, or nothing.
 """
 import contextlib
 import io
-import json
 import linecache
 import os
-import subprocess
-import sys
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 
 import matplotlib
@@ -130,28 +127,3 @@ def named(outcome, keywords):
     """True when the message contains every keyword (case-insensitive)."""
     text = outcome.message.lower()
     return outcome.failed and all(k.lower() in text for k in keywords)
-
-
-def _write_outcomes(requests_path, outcomes_path):
-    """The child's side of ``in_a_child``."""
-    with open(requests_path) as fh:
-        requests = json.load(fh)
-    outcomes = [asdict(run_visible_checks(*request)) for request in requests]
-    with open(outcomes_path, "w") as fh:
-        json.dump(outcomes, fh)
-
-
-def in_a_child(requests, folder):
-    """``[run_visible_checks(lesson, function, answer, earlier) for each request]``, computed by a child
-    process (files in ``folder`` carry requests and outcomes): the checks redirect the output of the
-    process they run in and set its environment, which code in a thread beside other tests must not."""
-    requests_path, outcomes_path = os.path.join(folder, "requests.json"), os.path.join(folder, "outcomes.json")
-    with open(requests_path, "w") as fh:
-        json.dump([list(request) for request in requests], fh)
-    code = "import sys; sys.path.insert(0, sys.argv[1]); import visible_checks; " \
-           "visible_checks._write_outcomes(sys.argv[2], sys.argv[3])"
-    done = subprocess.run([sys.executable, "-c", code, str(ROOT / "tests"), requests_path, outcomes_path],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-5000:]
-    with open(outcomes_path) as fh:
-        return [Outcome(**outcome) for outcome in json.load(fh)]
