@@ -123,28 +123,32 @@ def test_wrong_answers_lose_points_on_their_own_exercise_only(lesson, graded, re
         pytest.fail(f"lesson {lesson} has no catalogue of learner answers in tests/catalogue/")
     scores = graded[lesson]["scores"]
     wrong = {s: e for s, e in graded[lesson]["manifest"].items() if e["wrong"]}
-    problems, killed = [], 0
+    problems, killed, graded_mistakes = [], 0, []
     for student, entry in wrong.items():
-        function, name = entry["wrong"]
-        own = [gid for gid, owner in owners.items() if owner == function]
-        assert own, f"{student}: no test cells follow the solution cell {function!r}"
-        if any(scores[student][gid][0] < scores[student][gid][1] for gid in own):
-            killed += 1
-        else:
-            problems.append(f"{student} kept full marks on {own}")
-        others = {gid: v for gid, v in scores[student].items() if gid in owners and gid not in own
-                  and v[0] != v[1]}
+        for function, name in entry["wrong"].items():
+            graded_mistakes.append(function)
+            own = [gid for gid, owner in owners.items() if owner == function]
+            assert own, f"{student}: no test cells follow the solution cell {function!r}"
+            if any(scores[student][gid][0] < scores[student][gid][1] for gid in own):
+                killed += 1
+            else:
+                problems.append(f"{student}: {function}.{name} kept full marks on {own}")
+        # The exercises this notebook answers correctly (or leaves as the solution) stay whole.
+        others = {gid: v for gid, v in scores[student].items() if gid in owners
+                  and owners[gid] not in entry["wrong"] and v[0] != v[1]}
         if others:
             riding = f" (riding with correct {entry['correct']})" if entry["correct"] else ""
-            problems.append(f"{student} also lost points elsewhere{riding}: {others}")
-    print(f"\n{lesson}: kill rate {killed}/{len(wrong)} wrong answers caught "
-          f"({catalogue.size(lesson, 'WRONG')} in the catalogue)")
+            problems.append(f"{student} ({entry['wrong']}) also lost points elsewhere{riding}: {others}")
+    print(f"\n{lesson}: kill rate {killed}/{len(graded_mistakes)} wrong answers caught "
+          f"({catalogue.size(lesson, 'WRONG')} in the catalogue, in {len(wrong)} notebooks)")
     full = request.config.getoption("full")
     if full:
-        assert len(wrong) == catalogue.size(lesson, "WRONG"), "a wrong entry was not graded"
-    per_function = {f: sum(1 for e in wrong.values() if e["wrong"][0] == f) for f in set(owners.values())}
+        assert len(graded_mistakes) == catalogue.size(lesson, "WRONG"), "a wrong entry was not graded"
+    per_function = {f: graded_mistakes.count(f) for f in set(owners.values())}
     least = 3 if full else catalogue.LIMITS["WRONG"]
     assert min(per_function.values()) >= least, f"fewer than {least} wrong answers for a function: {per_function}"
+    alone = {f for e in wrong.values() if len(e["wrong"]) == 1 for f in e["wrong"]}
+    assert alone == set(owners.values()), f"no mistake of {set(owners.values()) - alone} rides alone with correct answers"
     assert not problems, "\n".join(problems)
 
 
@@ -162,7 +166,7 @@ def test_correct_answers_written_differently_get_full_marks(lesson, graded, requ
             dropped = {gid: v for gid, v in own.items() if v[0] != v[1]}
             if not own or dropped:
                 lost[f"{function}--{name} (in {student})"] = dropped or "no test cells"
-        if entry["wrong"] is None:
+        if not entry["wrong"]:
             dropped = {gid: v for gid, v in scores[student].items() if v[0] != v[1]}
             if dropped:
                 lost[student] = dropped

@@ -11,10 +11,11 @@ to name the true mistake (tests/test_visible_checks.py measures how many are cau
 a WRONG entry that breaks it (tests/test_requirements.py). ``VISIBLE_COMPLAINTS`` (optional) lists CORRECT entries that a visible check rightly rejects
 although the hidden tests give them full marks, each with the reason.
 
-``make test-all`` (the full tier) grades every entry through real nbgrader (tests/test_lessons.py
-packs each wrong answer with correct answers of the lesson's other functions, so one notebook
-checks several entries); ``make test`` (the quick tier) grades a sample: the first ``LIMITS``
-entries of each function, always including a correct answer that warns or writes to stderr.
+``make test-all`` (the full tier) grades every entry through real nbgrader (tests/test_lessons.py;
+``packed`` puts several entries in one notebook: the first wrong answer of each function rides
+with correct answers of the lesson's other functions, the rest go one of each function to a
+notebook); ``make test`` (the quick tier) grades a sample: the first ``LIMITS`` entries of each
+function, always including a correct answer that warns or writes to stderr.
 """
 import importlib
 import pkgutil
@@ -73,38 +74,50 @@ def size(lesson_id, kind):
 def packed(lesson_id, functions, sampled=False):
     """The catalogue of a lesson as submissions, several entries to a notebook.
 
-    Each WRONG entry gets its own submission, and rides with the next unused CORRECT entry of
-    every other function (``functions``: the lesson's graded functions, in notebook order), so
-    it must lose points on its own exercise and keep full marks everywhere else. CORRECT
-    entries left over are packed one per function. Returns a list of dicts: ``id`` (a student
-    id), ``wrong`` (``(function, name)`` or None), ``correct`` ``{function: name}`` and
-    ``sources`` ``{function: source}``.
+    The first WRONG entry of each function gets a submission of its own, riding with the next
+    unused CORRECT entry of every other function (``functions``: the lesson's graded functions, in
+    notebook order): it must lose points on its own exercise and keep full marks everywhere else,
+    so a mistake that reached another exercise would show. The quick tier's sample is exactly
+    these. The other WRONG entries (the full tier) go one of each function to a submission, with
+    CORRECT entries for the functions whose mistakes are used up: the grader judges each exercise on
+    its own (a later test calls the reference's stand-ins for earlier functions, README), so each
+    must lose points on its own exercise, and the correct riders keep theirs. CORRECT entries left
+    over are packed one per function. Returns a list of dicts: ``id`` (a student id), ``wrong``
+    (``{function: name}``, empty for none), ``correct`` ``{function: name}`` and ``sources``
+    ``{function: source}``.
     """
     wrong = entries(lesson_id, "WRONG", sampled)
     correct = entries(lesson_id, "CORRECT", sampled)
+    mistakes = {f: list(wrong.get(f, {}).items()) for f in functions}
     queues = {f: list(correct.get(f, {}).items()) for f in functions}
     unknown = (set(wrong) | set(correct)) - set(functions)
     if unknown:
         raise ValueError(f"catalogue of {lesson_id} names functions the lesson does not grade: {sorted(unknown)}")
 
-    def riders(exclude):
-        correct, sources = {}, {}
+    def submission(prefix, mistaken):
+        entry = {"wrong": {}, "correct": {}, "sources": {}}
         for function in functions:
-            if function != exclude and queues[function]:
+            if function in mistaken:
+                name, source = mistakes[function].pop(0)
+                entry["wrong"][function], entry["sources"][function] = name, source
+            elif queues[function]:
                 name, source = queues[function].pop(0)
-                correct[function], sources[function] = name, source
-        return correct, sources
+                entry["correct"][function], entry["sources"][function] = name, source
+        if len(entry["wrong"]) == 1:
+            ((function, name),) = entry["wrong"].items()
+            entry["id"] = f"wrong--{function}--{name}"
+        else:
+            entry["id"] = f"{prefix}--{len(submissions):03d}"
+        submissions.append(entry)
 
     submissions = []
     for function in functions:
-        for name, source in wrong.get(function, {}).items():
-            correct, sources = riders(function)
-            submissions.append({"id": f"wrong--{function}--{name}", "wrong": (function, name),
-                                "correct": correct, "sources": {function: source, **sources}})
+        if mistakes[function]:
+            submission("wrong", {function})
+    while any(mistakes.values()):
+        submission("wrong", {f for f in functions if mistakes[f]})
     while any(queues.values()):
-        correct, sources = riders(None)
-        submissions.append({"id": f"correct--{len(submissions):03d}", "wrong": None,
-                            "correct": correct, "sources": sources})
+        submission("correct", set())
     return submissions
 
 

@@ -219,6 +219,28 @@ def test_read_roots_inside_others_are_dropped_and_links_to_one_folder_kept_once(
     assert _outermost(paths[::-1]) == expected
 
 
+def test_a_read_root_is_split_open_around_what_it_must_not_show(tmp_path):
+    """``allow_except``: a root holding a protected folder becomes its other entries (the folders
+    opened on the way listed in ``split``); an entry that is, or links into, the protected folder
+    is left out, whichever name the protected folder is given; a root with nothing protected in it
+    stays whole, even inside a protected folder (the course's environment lies in the course)."""
+    from attention_grading.sandbox.policy import allow_except
+
+    site = tmp_path / "site"
+    for folder in ("numpy", "grading/attention_grading", "grading/other"):
+        (site / folder).mkdir(parents=True)
+    (site / "shortcut").symlink_to(site / "grading" / "attention_grading")
+    (site / "grading" / "README").write_text("")
+    (tmp_path / "alias").symlink_to(site / "grading")
+    split = []
+    allowed = allow_except(str(site), [str(tmp_path / "alias" / "attention_grading")], split)
+    assert allowed == [str(site / p) for p in ("grading/README", "grading/other", "numpy")]
+    assert split == [str(site), str(site / "grading")]
+    assert allow_except(str(site / "numpy"), [str(site / "grading")]) == [str(site / "numpy")]
+    inner = str(site / "grading" / "other")
+    assert allow_except(inner, [str(site / "grading")]) == [inner]
+
+
 def test_a_measurement_kernels_request_starts_empty_and_as_confined(tmp_path):
     """``SandboxRequest.fresh``: a new scratch folder whose submission folder is empty (no file of
     the learner's, nothing an earlier kernel left), with the same protected paths, limits and account."""
