@@ -76,7 +76,9 @@ class Listener:
         threading.Thread(target=self._accept, args=(self.unix, False), daemon=True).start()
         for server in (self.udp, self.dgram):
             threading.Thread(target=self._datagrams, args=(server,), daemon=True).start()
-        threading.Thread(target=self._publish, daemon=True).start()
+        # zmq sockets are not thread-safe: ``close`` waits for this thread before closing its socket.
+        self.publishing = threading.Thread(target=self._publish, daemon=True)
+        self.publishing.start()
 
     def addresses(self):
         """Where the servers listen: ``port`` (TCP and UDP), ``unix_path``, ``dgram_path``, ``zmq_port``."""
@@ -118,6 +120,7 @@ class Listener:
 
     def close(self):
         self.stopped.set()
+        self.publishing.join()
         for server in (self.tcp, self.udp, self.unix, self.dgram):
             server.close()
         self.publisher.close(linger=0)
