@@ -94,7 +94,7 @@ def packed(lesson_id, functions, sampled=False):
     if unknown:
         raise ValueError(f"catalogue of {lesson_id} names functions the lesson does not grade: {sorted(unknown)}")
 
-    def submission(prefix, mistaken):
+    def submission(mistaken):
         entry = {"wrong": {}, "correct": {}, "sources": {}}
         for function in functions:
             if function in mistaken:
@@ -107,17 +107,17 @@ def packed(lesson_id, functions, sampled=False):
             ((function, name),) = entry["wrong"].items()
             entry["id"] = f"wrong--{function}--{name}"
         else:
-            entry["id"] = f"{prefix}--{len(submissions):03d}"
+            entry["id"] = f"{'wrong' if mistaken else 'correct'}--{len(submissions):03d}"
         submissions.append(entry)
 
     submissions = []
     for function in functions:
         if mistakes[function]:
-            submission("wrong", {function})
+            submission({function})
     while any(mistakes.values()):
-        submission("wrong", {f for f in functions if mistakes[f]})
+        submission({f for f in functions if mistakes[f]})
     while any(queues.values()):
-        submission("correct", set())
+        submission(set())
     return submissions
 
 

@@ -92,13 +92,10 @@ def kernel_environment(requested, root, python=sys.executable):
     return env
 
 
-def _is_within(path, folder):
-    return _within(os.path.realpath(path), os.path.realpath(folder))
-
-
 def _within(real_path, real_folder):
-    """``_is_within`` of two real paths: a policy compares hundreds of roots with each protected
-    path, and resolving both names at every comparison took a fifth of a second per kernel."""
+    """Is ``real_path`` ``real_folder`` or inside it? Both are real paths, resolved once by the
+    caller: a policy compares hundreds of roots with each protected path, and resolving both names
+    at every comparison took a fifth of a second per kernel."""
     return real_path == real_folder or real_path.startswith(real_folder.rstrip(os.sep) + os.sep)
 
 
