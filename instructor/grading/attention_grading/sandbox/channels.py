@@ -18,6 +18,10 @@ import sys
 
 PREFIX = "ipc://"
 
+#: ipykernel's argument that keeps IPython from putting the kernel's folder on ``sys.path`` ahead
+#: of site-packages (``InteractiveShellApp.init_path``): ``folder_last`` puts it after them.
+IGNORE_CWD = "--IPKernelApp.ignore_cwd=True"
+
 
 def endpoint(path):
     """The ZeroMQ endpoint of a channel's socket path (what ipykernel binds, the grader connects to)."""
@@ -78,6 +82,16 @@ def use_inherited(sockets):
     Socket.bind = bind
 
 
+def folder_last():
+    """Kernel side, before ipykernel starts (with ``IGNORE_CWD``): the kernel's working folder,
+    where the files handed in beside the notebook are, goes on ``sys.path`` after everything
+    installed, so that a learner's module of their own still imports but a folder named like an
+    installed package (``attention_course/``, ``numpy/``) never shadows it."""
+    folder = os.getcwd()
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", folder)]
+    sys.path.append(folder)
+
+
 def bootstrap_source():
     """This file's text, to run with ``python -c`` (read before the sandbox: a kernel cannot)."""
     with open(__file__, encoding="utf-8") as fh:
@@ -92,8 +106,9 @@ def bootstrap_command(python, source, sockets, kernel_arguments):
 def main():
     """``python -c`` entry: ``argv[1]`` the sockets (JSON), then ipykernel's own arguments."""
     sockets = json.loads(sys.argv.pop(1))
-    if sys.path and sys.path[0] == "":
-        del sys.path[0]        # as ipykernel_launcher does; the kernel adds its folder back
+    folder_last()
+    if IGNORE_CWD not in sys.argv:
+        sys.argv.append(IGNORE_CWD)
     use_inherited(sockets)
     from ipykernel import kernelapp
 
