@@ -58,12 +58,13 @@ def test_a_kernel_takes_the_socket_its_waiter_bound(tmp_path):
 
 
 def test_a_cold_kernels_bootstrap_is_this_file(tmp_path):
-    """The command of a cold kernel runs the channels module's text, given its sockets as JSON."""
+    """The command of a cold kernel runs the channels module's text (``-P``: its folder not first on
+    sys.path), given its sockets as JSON."""
     source = channels.bootstrap_source()
     command = channels.bootstrap_command("/usr/bin/python3", source, {"ipc:///x-1": 7}, ["-f", "c.json"])
-    assert command[:2] == ["/usr/bin/python3", "-c"] and command[2].endswith("main()\n")
-    assert command[3:] == ['{"ipc:///x-1": 7}', "-f", "c.json"]
-    compile(command[2], "<bootstrap>", "exec")
+    assert command[:3] == ["/usr/bin/python3", "-P", "-c"] and command[3].endswith("main()\n")
+    assert command[4:] == ['{"ipc:///x-1": 7}', "-f", "c.json"]
+    compile(command[3], "<bootstrap>", "exec")
 
 
 # ---------------------------------------------------------------- the seccomp filter

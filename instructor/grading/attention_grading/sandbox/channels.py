@@ -7,7 +7,7 @@ paths the grader connects to (in the grader's scratch folder, which the kernel c
 the kernel inherits the listening sockets. In the kernel, ``use_inherited`` makes ZeroMQ take
 each one (``ZMQ_USE_FD``) when ipykernel binds that path, instead of making a socket.
 
-This file is also the bootstrap of a cold kernel, ``python -c <this file> <sockets> <kernel
+This file is also the bootstrap of a cold kernel, ``python -P -c <this file> <sockets> <kernel
 arguments>`` (``bootstrap_command``): a kernel cannot read the grading code, so what it runs is
 handed over as text. It imports only the standard library at module level.
 """
@@ -99,8 +99,10 @@ def bootstrap_source():
 
 
 def bootstrap_command(python, source, sockets, kernel_arguments):
-    """The command of a cold kernel that takes ``sockets``: ``bootstrap_source()`` run by ``python -c``."""
-    return [python, "-c", source, json.dumps(sockets), *kernel_arguments]
+    """The command of a cold kernel that takes ``sockets``: ``bootstrap_source()`` run by ``python -P -c``
+    (``-P``: its working folder is not put first on ``sys.path``, where a ``json.py`` handed in
+    would be imported by this very file; ``folder_last`` puts it last)."""
+    return [python, "-P", "-c", source, json.dumps(sockets), *kernel_arguments]
 
 
 def main():
