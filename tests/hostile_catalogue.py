@@ -1039,7 +1039,7 @@ _small_gpt.draw_samples = _draw_samples
         extra_files=(("attention_course/__init__.py", SHADOW_INIT), ("attention_course/capstone.py", SHADOW_CAPSTONE),
                      ("numpy/__init__.py", "print('{marker} GOT: the numpy/ handed in was imported')\n"
                                            "raise ImportError('not numpy')\n")),
-        lesson=CAPSTONE, full_only="test_sandbox.py::test_a_folder_handed_in_never_shadows_an_installed_package"),
+        lesson=CAPSTONE, full_only="test_kernels.py::test_a_folder_handed_in_never_shadows_an_installed_package"),
 })
 
 # What every attack above must still allow: it is the learner's own softmax, wrong on purpose
