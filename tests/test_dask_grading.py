@@ -17,7 +17,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import nbformat
@@ -71,20 +70,42 @@ def _busy(client, address):
     return bool(client.processing(workers=[address]).get(address))
 
 
+def _parent(pid):
+    """The parent of process ``pid`` (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _grading_processes(worker=None):
+    """Pids of the grading processes Dask workers started (``pool.serve``, each in a process group
+    of its own); only those under ``worker`` (a ``dask worker`` command's process), when given."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if not (proc.name.isdigit() and b"from attention_grading.pool import serve" in (proc / "cmdline").read_bytes()):
+                continue
+        except OSError:
+            continue
+        ancestor = int(proc.name)
+        while worker is not None and ancestor > 1 and ancestor != worker.pid:
+            ancestor = _parent(ancestor)
+        if worker is None or ancestor == worker.pid:
+            found.append(int(proc.name))
+    return found
+
+
 def _kill_grading_processes():
     """SIGKILL every grading process a Dask worker started (``pool.serve``); how many."""
     killed = 0
-    for proc in Path("/proc").iterdir():
+    for pid in _grading_processes():
         try:
-            cmdline = (proc / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if proc.name.isdigit() and b"from attention_grading.pool import serve" in cmdline:
-            try:
-                os.kill(int(proc.name), signal.SIGKILL)
-                killed += 1
-            except ProcessLookupError:
-                pass
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+        except ProcessLookupError:
+            pass
     return killed
 
 
@@ -116,13 +137,16 @@ def cluster_run(lesson01_class, tmp_path_factory):
             w1 = _worker_address(client, "w1")
             wait_until(lambda: _busy(client, w1) or process.poll() is not None, 300, "w1 never got a job")
             out["w1_was_busy"] = _busy(client, w1)
-            time.sleep(1.0)                   # well inside the job: kernels are running
+            # Inside the job: its grading process has started under w1.
+            wait_until(lambda: _grading_processes(cluster.workers["w1"]) or process.poll() is not None, 300,
+                       "w1 never started grading")
             cluster.kill(cluster.workers["w1"])
             out["w1_killed_mid_job"] = process.poll() is None
             # Then w2's grading process, mid-job: w2 carries on, the job gets its second attempt.
             w2 = _worker_address(client, "w2")
             wait_until(lambda: _busy(client, w2) or process.poll() is not None, 300, "w2 never got a job")
-            time.sleep(1.0)
+            wait_until(lambda: _grading_processes(cluster.workers["w2"]) or process.poll() is not None, 300,
+                       "w2 never started grading")
             out["grading_processes_killed"] = _kill_grading_processes() if process.poll() is None else 0
             process.wait(600)
             local.wait(600)

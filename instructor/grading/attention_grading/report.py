@@ -203,7 +203,8 @@ def build_report(root, lessons, rows, problems, results, sandboxed=True, out=Non
     context = {
         "sandboxed": sandboxed, "unsandboxed_warning": UNSANDBOXED, "figures_note": FIGURES_NOTE,
         "students": len(students), "lessons": lessons, "by_lesson": by_lesson, "images": images,
-        "pass_rates": [("Pass rate per exercise", [f"{k}: {100 * v:.0f}%" for k, v in exercise_rates], "(nothing graded)"),
+        "pass_rates": [("Pass rate per exercise", [f"{k}: {100 * v:.0f}%" for k, v in exercise_rates],
+                        "(nothing graded)"),
                        ("Pass rate per check", [f"{k}: {100 * v:.0f}%" for k, v in check_rates], "(nothing graded)")],
         "listings": [
             ("Most frequent diagnosed mistakes", [f"{c} × {l} · {k}: {t}" for (l, k, t), c in named.most_common(15)],
