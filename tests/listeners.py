@@ -54,10 +54,8 @@ class Listener:
         import zmq
 
         self.received, self.ignored = [], []
-        self.tcp = socket.create_server(("127.0.0.1", 0))
+        self.tcp, self.udp = self._tcp_and_udp()
         self.port = self.tcp.getsockname()[1]
-        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.udp.bind(("127.0.0.1", self.port))
         self.folder = tempfile.mkdtemp(prefix="attention-listener-")
         os.chmod(self.folder, 0o755)
         self.unix_path, self.dgram_path = os.path.join(self.folder, "stream"), os.path.join(self.folder, "datagram")
@@ -87,6 +85,21 @@ class Listener:
         # zmq sockets are not thread-safe: ``close`` waits for this thread before closing its socket.
         self.publishing = threading.Thread(target=self._publish, daemon=True)
         self.publishing.start()
+
+    @staticmethod
+    def _tcp_and_udp(tries=100):
+        """A TCP server on a loopback port the system chose, and a UDP socket bound to the same
+        number (a separate port space, where another process may hold it: then another pair)."""
+        for _ in range(tries):
+            tcp = socket.create_server(("127.0.0.1", 0))
+            udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            try:
+                udp.bind(("127.0.0.1", tcp.getsockname()[1]))
+                return tcp, udp
+            except OSError:
+                tcp.close()
+                udp.close()
+        raise OSError(f"no loopback port free for both TCP and UDP in {tries} tries")
 
     def addresses(self):
         """Where the servers listen: ``port`` (TCP and UDP), ``unix_path``, ``dgram_path``, ``zmq_port``,

@@ -78,9 +78,14 @@ def traces():
     for root in SEARCHED:
         for top, dirs, files in os.walk(root):
             found += [os.path.join(top, n) for n in dirs + files if n.startswith(markers)]
+    return found, attack_processes()
+
+
+def attack_processes():
+    """Command lines of the processes an attack started (they carry its marker)."""
+    markers = tuple(catalogue.PREFIX + name for name in ATTACKS)
     ps = subprocess.run(["pgrep", "-af", catalogue.PREFIX], capture_output=True, text=True).stdout
-    processes = [line for line in ps.splitlines() if "pgrep" not in line and any(m in line for m in markers)]
-    return found, processes
+    return [line for line in ps.splitlines() if "pgrep" not in line and any(m in line for m in markers)]
 
 
 CORRECT = "solution"            # the correct learner graded beside every attack (of each lesson)
@@ -129,7 +134,12 @@ def _scores(root, lessons):
 def inspect(context, run, again=None):
     """Everything the assertions need, after one grading ``run`` of the course."""
     root = context["root"]
-    time.sleep(2)                      # what a detached process would do after the run
+    # A process an attack left running is found by its marker, whatever it has done yet: wait
+    # (a minute at most) for the ones the run's end is still taking down, so that only one that
+    # outlived it is reported.
+    deadline = time.monotonic() + 60
+    while attack_processes() and time.monotonic() < deadline:
+        time.sleep(0.2)
     grades_csv = root / "grades.csv"
     return {"run": run, "root": root, "attacks": context["attacks"], "lessons": context["lessons"],
             "after": {tree: tree_hash(root / tree) for tree in COURSE_TREES},

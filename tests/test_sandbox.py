@@ -35,6 +35,15 @@ def fake_course(root):
     return root
 
 
+def _libseccomp_facts():
+    """What the grader hands every sandbox (``sandbox.make``), asked of libseccomp here: the probe
+    may run a Python without it, as a kernel's may."""
+    from attention_grading.sandbox._libc import syscall_numbers
+    from attention_grading.sandbox.seccomp import program
+
+    return {"seccomp_filter": program().hex(), "syscalls": syscall_numbers()}
+
+
 def probe(tmp_path, attempts, python=sys.executable, user=None, account=None, limits=None, watched=()):
     """(``{attempt: outcome}`` of ``attempts`` run in one sandbox, the fake course, the scratch
     folder, whether the course and the ``watched`` folders kept every byte, mode, owner, time and
@@ -56,7 +65,7 @@ def probe(tmp_path, attempts, python=sys.executable, user=None, account=None, li
         "grading_dir": str(GRADING_DIR), "scratch": str(scratch), "seed": str(seed),
         "protected": [str(course), str(ROOT), str(tmp_path)], "account": account,
         "channels": [str(scratch / "ch-1"), str(scratch / "ch-2")],
-        "limits": limits or {},
+        "limits": limits or {}, **_libseccomp_facts(),
         "attempts": {k: textwrap.dedent(v).replace("{course}", str(course)) for k, v in attempts.items()}}))
     command = [python, str(PROBE), str(request)]
     before = {folder: metadata_snapshot(folder) for folder in [course, *watched]}
