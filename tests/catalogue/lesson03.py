@@ -197,6 +197,19 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     A = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
     return A @ V, A
 ''',
+        "one_batch_axis_only": '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    Kt = K.transpose(0, 2, 1) if K.ndim == 3 else K.T          # written for (T, d) and (B, T, d)
+    scores = Q @ Kt / np.sqrt(K.shape[-1])
+    if mask is None:
+        A = softmax(scores, axis=-1)
+        return A @ V, A
+    mask = np.broadcast_to(np.asarray(mask, dtype=bool), scores.shape)
+    visible = mask.any(axis=-1, keepdims=True)
+    A = softmax(np.where(visible, np.where(mask, scores, -np.inf), 0.0), axis=-1) * visible
+    return A @ V, A
+''',
     },
 }
 
@@ -232,6 +245,7 @@ DIAGNOSES = {
         "scales_Q_in_place": ("in place", "argument q"),
         "scipy_with_warnings_then_cleanup": ('may read nothing', 'warn'),
         "exp_without_max": ('overflow',),
+        "one_batch_axis_only": ('with two batch dimensions', 'transposed'),
     },
 }
 
@@ -265,6 +279,7 @@ REQUIREMENTS = {
         ("for logits of $\\pm 10^4$ too", "no mask, scores of about ±1e4: Q (3, 4), K (6, 4), V (6, 5)",
          "exp_without_max"),
         ("do not modify the\ninputs", "no mask: Q (4, 6), K (5, 6), V (5, 3)", "scales_Q_in_place"),
+        ('leading batch\ndimensions broadcast', 'no mask, batch: Q (2, 3, 4, 9), K (2, 3, 7, 9), V (2, 3, 7, 2)', 'one_batch_axis_only'),
     ],
 }
 

@@ -183,6 +183,15 @@ def attention_backward(dO, Q, K, V, mask=None):
     dS = softmax_backward(dO @ V.T, A) / np.sqrt(K.shape[-1])
     return dS @ K, dS.T @ Q, dV
 ''',
+        "one_batch_axis_only": '''
+def attention_backward(dO, Q, K, V, mask=None):
+    dO, Q, K, V = (np.asarray(M, dtype=float) for M in (dO, Q, K, V))
+    tr = lambda M: M.transpose(0, 2, 1) if M.ndim == 3 else M.T     # written for (T, d) and (B, T, d)
+    _, A = scaled_dot_product_attention(Q, K, V, mask)
+    dV = tr(A) @ dO
+    dS = softmax_backward(dO @ tr(V), A) / np.sqrt(K.shape[-1])
+    return dS @ K, tr(dS) @ Q, dV
+''',
     },
     "self_attention_backward": {
         "weights_not_summed_over_batch": '''
@@ -229,6 +238,18 @@ def self_attention_backward(dO, X, W_Q, W_K, W_V, mask=None):
     mean_batch = lambda G, W: G.reshape(-1, *W.shape).mean(axis=0)
     return dX, mean_batch(Xt @ dQ, W_Q), mean_batch(Xt @ dK, W_K), mean_batch(Xt @ dV, W_V)
 ''',
+        "one_batch_axis_only": '''
+def self_attention_backward(dO, X, W_Q, W_K, W_V, mask=None):
+    dO, X = np.asarray(dO, dtype=float), np.asarray(X, dtype=float)
+    W_Q, W_K, W_V = (np.asarray(W, dtype=float) for W in (W_Q, W_K, W_V))
+    dQ, dK, dV = attention_backward(dO, X @ W_Q, X @ W_K, X @ W_V, mask)
+    if X.ndim == 3:                                       # a batch: sum over its sequences
+        grads = [np.einsum("btd,btk->dk", X, dP) for dP in (dQ, dK, dV)]
+    else:                                                 # written for (T, d) and (B, T, d)
+        grads = [X.T @ dP for dP in (dQ, dK, dV)]
+    dX = dQ @ W_Q.T + dK @ W_K.T + dV @ W_V.T
+    return (dX, *grads)
+''',
     },
 }
 
@@ -261,6 +282,7 @@ DIAGNOSES = {
         "dK_missing_transpose": ("ds q instead of dsᵀ q",),
         "softmax_backward_without_subtraction": ("subtraction",),
         "plain_transpose_breaks_batches": (".t reverses",),
+        "one_batch_axis_only": ('with two batch dimensions',),
     },
     "self_attention_backward": {
         "weights_not_summed_over_batch": ('extra leading axes',),
@@ -268,6 +290,7 @@ DIAGNOSES = {
         "transposed_weight_gradients": ("transposed",),
         "mask_dropped": ("mask is left out",),
         "weights_averaged_over_batch": ("averaged",),
+        "one_batch_axis_only": ('with two batch dimensions',),
     },
 }
 

@@ -45,6 +45,8 @@ def softmax_backward_cases(g):
         Case("weights of shape (4, 7)", (g.normal(size=(4, 7)), _weights(g.normal(size=(4, 7))))),
         Case("a batch of weights of shape (2, 3, 5)",
              (g.normal(size=(2, 3, 5)), _weights(1.5 * g.normal(size=(2, 3, 5))))),
+        Case("two batch dimensions, weights of shape (2, 2, 3, 4)",
+             (g.normal(size=(2, 2, 3, 4)), _weights(g.normal(size=(2, 2, 3, 4))))),
         Case("(4, 6) weights with masked (zero) entries and one fully masked row",
              (g.normal(size=(4, 6)), _weights(masked_scores, mask))),
         Case("one-hot weights from logits of ±1e4, shape (3, 5)", (g.normal(size=(3, 5)), _weights(huge))),
