@@ -945,6 +945,21 @@ def check_statistic(name, value, expected, standard_error, within=5.0, hint="", 
     print(f"✓ {name} = {float(value):.4f}, {abs(z):.1f} standard errors from {expected:g}")
 
 
+def check_global_generator_untouched(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` neither reseeds NumPy's global generator nor draws from it, in the
+    words of the hidden test."""
+    from .randomness import GLOBAL_GENERATOR_PROBLEM, moves_the_global_generator
+
+    named = _named_arguments(fn, args, kwargs)
+    try:
+        moved = _quietly(moves_the_global_generator, fn, *args, **kwargs)
+    except Exception as exc:
+        raise _explain_error(exc, fn, named) from None
+    if moved:
+        raise CheckFailed(GLOBAL_GENERATOR_PROBLEM.format(function=_name_of(fn)))
+    print(f"✓ {_name_of(fn)} leaves NumPy's global generator alone")
+
+
 # ---------------------------------------------------------------- known mistakes
 
 def cmp_known_mistakes(name, ours, expected, mistakes=(), atol=1e-9, hint="", nan_hint=""):
@@ -1107,6 +1122,18 @@ def check_gradient(name, analytic, f, x, tol=1e-7, h=1e-5, hint="", alternatives
         raise CheckFailed(f"{name} disagrees with central differences: relative error {error:.2e}, which "
                           f"should be below {tol:g}. {detail} {hint}".strip())
     print(f"✓ {name} agrees with central differences (relative error {error:.1e} < {tol:g})")
+
+
+def check_probes(function, x, points, h=None):
+    """The points at which ``function`` called ``f`` (noted by the check's own ``f``) move one entry
+    of ``x`` at a time by ``h`` (the default 1e-5 when None) and put every entry back exactly, in the
+    words of the hidden test."""
+    from .probes import probe_problem
+
+    problem = probe_problem(function, x, points, h)
+    if problem:
+        raise CheckFailed(problem[0].upper() + problem[1:] if problem.startswith("with") else problem)
+    print(f"✓ {function} probes one entry at a time by h = {'1e-5' if h is None else h} and puts each back exactly")
 
 
 def check_zero(name, value, hint=""):

@@ -133,6 +133,33 @@ def numerical_gradient(f, x, h=1e-5):
         flat_grad[k] = (up - down) / (2 * h)
     return grad
 ''',
+        "restores_by_arithmetic": '''
+def numerical_gradient(f, x, h=1e-5):
+    probe = np.array(x, dtype=float)
+    grad = np.zeros(probe.shape)
+    for index in np.ndindex(probe.shape):
+        probe[index] += h
+        f_plus = f(probe.copy())
+        probe[index] -= 2 * h
+        f_minus = f(probe.copy())
+        probe[index] += h                          # back where it was, up to rounding
+        grad[index] = (f_plus - f_minus) / (2 * h)
+    return grad
+''',
+        "default_step_1e_6": '''
+def numerical_gradient(f, x, h=1e-6):
+    probe = np.array(x, dtype=float)
+    grad = np.zeros(probe.shape)
+    for index in np.ndindex(probe.shape):
+        original = probe[index]
+        probe[index] = original + h
+        f_plus = f(probe.copy())
+        probe[index] = original - h
+        f_minus = f(probe.copy())
+        probe[index] = original
+        grad[index] = (f_plus - f_minus) / (2 * h)
+    return grad
+''',
     },
     "attention_backward": {
         "dV_not_transposed": '''
@@ -274,6 +301,8 @@ DIAGNOSES = {
         "ignores_h": ("ignored",),
         "hands_f_the_working_array": ("fresh copy",),
         "perturbs_a_flat_reshape": ('not c-ordered',),
+        "restores_by_arithmetic": ('not put back exactly',),
+        "default_step_1e_6": ('default step h = 1e-5',),
     },
     "attention_backward": {
         "dV_not_transposed": ("a do instead of aᵀ do",),
@@ -316,6 +345,8 @@ REQUIREMENTS = {
         ("or a view that is not C-ordered",
          "the softmax loss f(S) = Σ G ⊙ softmax(S) at a transposed (not C-ordered) S of shape (5, 3)",
          "perturbs_a_flat_reshape"),
+        ('Put each entry back **exactly** after probing it', 'f(y) = Σ c·sin(y) + Σ b·y² at x of shape (3, 4)', 'restores_by_arithmetic'),
+        ('`numerical_gradient(f, x, h=1e-5)`', 'f(y) = Σ c·sin(y) + Σ b·y² at x of shape (3, 4)', 'default_step_1e_6'),
     ],
     "attention_backward": [
         ("Recompute `A` with the provided `scaled_dot_product_attention(Q, K, V, mask)`",
