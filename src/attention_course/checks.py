@@ -308,12 +308,17 @@ def _calls(fn, name):
 
 def _shape_words(args):
     shapes = [f"{np.shape(a)}" for a in args if isinstance(a, np.ndarray)]
-    return ", ".join(shapes) if shapes else "these arguments"
+    shapes += [f"a dict of {len(a)} arrays" for a in args if isinstance(a, dict)]
+    settings = [repr(a) for a in args if isinstance(a, (bool, str))]
+    return ", ".join(shapes + settings) if shapes else "these arguments"
 
 
-def _earlier_problem(got, expected, atol):
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
+
+
+def _earlier_problem(got, expected, atol, names=None):
     """Why ``got`` is not the known answer ``expected`` (an array, a tuple of them, or a function
-    of the result that returns a problem or None), or None."""
+    of the result that returns a problem or None), or None. ``names`` names the values of a tuple."""
     if callable(expected):
         return expected(got)
     if isinstance(expected, tuple) and not (isinstance(got, tuple) and len(got) == len(expected)):
@@ -321,7 +326,8 @@ def _earlier_problem(got, expected, atol):
     pairs = list(zip(got, expected)) if isinstance(expected, tuple) else [(got, expected)]
     for k, (ours, right) in enumerate(pairs):
         right = np.asarray(right)
-        which = f"output {k + 1}" if len(pairs) > 1 else "result"
+        which = ("result" if len(pairs) == 1 else f"`{names[k]}`" if names else
+                 f"{_ORDINALS[k] if k < len(_ORDINALS) else str(k + 1) + 'th'} returned value")
         if not isinstance(ours, np.ndarray) or ours.shape != right.shape or ours.dtype.kind not in "biuf":
             return f"its {which} should be an array of shape {right.shape}, but it is {forms.describe(ours)}"
         if not np.allclose(ours, right, rtol=0, atol=atol):
@@ -329,32 +335,38 @@ def _earlier_problem(got, expected, atol):
     return None
 
 
-def check_earlier(fn, earlier, examples, where, atol=1e-9):
-    """Before judging ``fn``: if it calls your ``earlier`` function, confirm that one on examples
-    with known answers, so that a mistake in an earlier exercise is not blamed on this one.
+def check_earlier(fn, earlier, examples, where, atol=1e-9, names=None, uses=False):
+    """Before judging ``fn``: if it calls your ``earlier`` function (or, with ``uses``, if this check
+    itself calls it), confirm that one on examples with known answers, so that a mistake in an
+    earlier exercise is not blamed on this one.
 
     ``examples`` is a list of ``(args, expected)``: give one for every shape of input this check
     will make ``fn`` hand to ``earlier`` (a batch, d_k ≠ d_v, ...), since an earlier function can
     be right on a matrix and wrong on a batch. ``expected`` is the known result (an array, a
     tuple of arrays) or a function of the result that says what is wrong with it (or None).
-    ``where`` says where the earlier function's own check is.
+    ``where`` says where the earlier function's own check is; ``names`` names the values that
+    ``earlier`` returns, so that a message says which one is wrong.
     """
     name, later = _name_of(earlier), _name_of(fn)
-    if not _calls(fn, name):
+    called = _calls(fn, name)
+    if not called and not uses:
         return
     for args, expected in examples:
         try:
             got = _quietly(earlier, *args)
-            problem = _earlier_problem(got, expected, atol)
+            problem = _earlier_problem(got, expected, atol, names)
         except Exception as exc:
             problem = f"it raised {type(exc).__name__}: {exc}"
         if problem:
-            failed = CheckFailed(f"{later} calls your {name}, and {name} is wrong on an input this check needs "
+            who = f"{later} calls your {name}" if called else f"the check of {later} compares it with your {name}"
+            failed = CheckFailed(f"{who}, and {name} is wrong on an input this check needs "
                                  f"({_shape_words(args)}): {problem}. Fix {name} first (its own check is {where}); "
                                  "then run this cell again.")
             failed.names_the_function = True
             raise failed
-    print(f"✓ your {name}, which {later} calls, gives the known answers on the inputs this check uses")
+    how = "which" if called else "with which"
+    print(f"✓ your {name}, {how} {later} {'calls' if called else 'is compared'}, gives the known answers on the "
+          "inputs this check uses")
 
 
 def check_returns(function, result, names, shapes=None):
@@ -1152,11 +1164,12 @@ def check_zero(name, value, hint=""):
 BACKPROP_ORDER = ("W_out", "W_V", "W_Q", "W_K", "E_name", "E_attr")
 
 
-def _diagnose_model_gradients(table, n_graded, d_k):
+def _diagnose_model_gradients(table, n_graded, d_k, embeddings=None):
     """Name the step of the capstone's backward pass that the pattern of wrong gradients points at.
 
     ``table[setting][name]`` is ``(relative error, constant factor or None)``; the first setting is
-    the real model (softmax, scaled, causal).
+    the real model (softmax, scaled, causal). ``embeddings``: what the embedding gradients' errors
+    single out (``_embedding_cause``), if anything.
     """
     wrong = {s: [n for n in BACKPROP_ORDER if row[n][0] > 1e-6] for s, row in table.items()}
     real = next(iter(table))
@@ -1190,9 +1203,49 @@ def _diagnose_model_gradients(table, n_graded, d_k):
             return "W_out, W_V and W_K are right but W_Q is not: dQ = c · dS K."
         return ("W_out and W_V are right but W_Q and W_K are not: the error is between dA and dQ, dK "
                 "(the softmax backward, or the scores' step dQ = c dS K, dK = c dSᵀ Q).")
-    return ("every weight matrix is right and only the embedding tables are wrong: each row of dX goes back to "
-            "the table rows its ids came from, and an id used several times must collect all of its gradients "
-            "(np.add.at(dE, ids, dX) adds them; dE[ids] += dX keeps only one).")
+    return ("every weight matrix is right and only the embedding tables are wrong: " + (embeddings or (
+        "the error is in dX = dQ W_Qᵀ + dK W_Kᵀ + dV W_Vᵀ or in how its rows go back to the tables (each row "
+        "of dX to the table rows its ids came from; np.add.at(dE, ids, dX) adds the rows of an id used "
+        "several times).")))
+
+
+#: The paths by which X reaches the loss, with the weight each one multiplies dX by (``_embedding_cause``).
+_PATHS = (("W_Q", "the query path dQ W_Qᵀ"), ("W_K", "the key path dK W_Kᵀ"), ("W_V", "the value path dV W_Vᵀ"))
+
+
+def _embedding_cause(params, data, analytic, numeric):
+    """What the errors of the embedding gradients single out, in words, or None.
+
+    ``analytic`` and ``numeric`` are ``{table: gradient}`` for "E_name" and "E_attr". The rows of ids
+    used once right and only those of repeated ids wrong: the repeats are not added up. The error of
+    every row a multiple of one weight matrix's columns (a subspace smaller than the width), and of no
+    other's: that path is missing from dX."""
+    ids = {"E_name": np.asarray(data["names"]).ravel(), "E_attr": np.asarray(data["attrs"]).ravel()}
+    once_right, repeats_only = False, True
+    for table, used in ids.items():
+        counts = np.bincount(used, minlength=len(analytic[table]))
+        wrong = ~np.isclose(analytic[table], numeric[table], rtol=1e-5, atol=1e-8).all(axis=-1)
+        once_right |= bool((~wrong & (counts == 1)).any())
+        repeats_only &= bool((counts[wrong] > 1).all())
+    if once_right and repeats_only:
+        return ("the rows of ids used once are right and only those of ids used several times are wrong: an id "
+                "used several times must collect all of its gradients (np.add.at(dE, ids, dX) adds them; "
+                "dE[ids] += dX keeps only one).")
+    error = np.concatenate([numeric[t] - np.asarray(analytic[t], dtype=float) for t in ids])   # (rows, d_model)
+    fits = []
+    for name, path in _PATHS:
+        W = np.asarray(params[name], dtype=float)                     # (d_model, width)
+        if np.linalg.matrix_rank(W) >= W.shape[0]:
+            continue                                                  # every row fits: no evidence
+        coefficients = np.linalg.lstsq(W, error.T, rcond=None)[0]      # error ≈ coefficientsᵀ Wᵀ?
+        if np.linalg.norm(error - (W @ coefficients).T) <= 1e-4 * np.linalg.norm(error):
+            fits.append((name, path))
+    if len(fits) == 1:
+        (name, path), = fits
+        return (f"their error is, row by row, a combination of the columns of {name} alone, which is what "
+                f"{path} would add: {path} is missing from dX. X feeds the queries, the keys "
+                "and the values, so dX = dQ W_Qᵀ + dK W_Kᵀ + dV W_Vᵀ.")
+    return None
 
 
 def check_model_gradients(model_backward, params, data, settings, n_graded):
@@ -1202,7 +1255,7 @@ def check_model_gradients(model_backward, params, data, settings, n_graded):
     backward pass that the pattern points at (the first wrong gradient in backpropagation order,
     which switch settings are affected, a constant factor), not merely the first table checked.
     """
-    table = {}
+    table, tables = {}, {}
     for flags in settings:
         loss, grads = check_returns("model_backward", call(model_backward, params, data, **flags), ("loss", "grads"))
         if not isinstance(grads, dict):
@@ -1230,13 +1283,16 @@ def check_model_gradients(model_backward, params, data, settings, n_graded):
                 raise _explain_error(exc, model_backward, _named_arguments(model_backward, (params, data), flags)) from None
             error = rel_error(analytic, numeric)
             table[key][name] = (error, _constant_factor(analytic, numeric) if analytic.any() else 0.0)
+            if key == next(iter(table)):                 # the real model's, for _embedding_cause
+                tables.setdefault("analytic", {})[name], tables.setdefault("numeric", {})[name] = analytic, numeric
             print(f"    {name:<7} relative error {error:.1e}" + ("" if error <= 1e-6 else "   ✗"))
     if all(err <= 1e-6 for row in table.values() for err, _ in row.values()):
         print("✓ every gradient agrees with central differences (relative error < 1e-6)")
         return
     d_k = np.shape(params["W_K"])[1]
+    embeddings = _embedding_cause(params, data, tables["analytic"], tables["numeric"])
     raise CheckFailed("the gradients disagree with central differences (the ✗ above): "
-                      + _diagnose_model_gradients(table, n_graded, d_k))
+                      + _diagnose_model_gradients(table, n_graded, d_k, embeddings))
 
 
 def _mean_cross_entropy(logits, targets):
@@ -1283,8 +1339,9 @@ def check_loss_matches_forward(model_backward, model_forward, params, data, sett
                           f"the logits your model_forward gives on the same batch (over the {n_graded} positions "
                           f"with a target) is {right}: the two compute different models. " + (
                               f"This is exactly what you get when {causes[0]}." if len(causes) == 1 else
-                              "Make the forward pass inside model_backward the model of model_forward, and its "
-                              "loss the mean over the positions with a target."))
+                              "Your model_forward gives the known answers on every setting this check uses (checked "
+                              "above), so make the forward pass inside model_backward its model, and its loss the "
+                              "mean over the positions with a target."))
     print("✓ the loss of model_backward is the mean cross-entropy of model_forward's logits, for every setting")
 
 

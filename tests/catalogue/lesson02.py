@@ -125,7 +125,7 @@ REQUIREMENTS = {
         ("all `float64` (integer inputs are promoted", "integer X (4, 3) and integer weights (d_k = 2, d_v = 5)",
          "integers_not_promoted"),
         ("shared by every position and every sequence of a batch",
-         "two batch dimensions, X of shape (2, 3, 5, 4), sharing one set of weights (d_k = 6, d_v = 3)", "hard_coded_two_dimensions"),
+         "a batch X of shape (3, 5, 4) sharing one set of weights (d_k = 2, d_v = 6)", "hard_coded_two_dimensions"),
     ],
     "self_attention": [
         ("transpose only the last two axes of `K`", "a batch X of shape (3, 4, 5) (d_k = 2, d_v = 3)",

@@ -372,6 +372,7 @@ DIAGNOSES = {
         "fancy_index_loses_repeats": ("np.add.at",),
         "consistent_without_scale": ('leaves out the 1/√d_k scale',),
         "mean_over_all_positions": ('averaged over all',),
+        "value_path_missing_from_dX": ("value path", "dv w_vᵀ"),
     },
     "adam_step": {
         "gradient_ascent": ("subtract it",),
@@ -619,3 +620,7 @@ WRONG["model_backward"]["consistent_without_scale"] = _BY_HAND.replace(
     "c = 1.0                                        # the 1/√d_k left out, in the loss and the gradients alike")
 WRONG["model_backward"]["mean_over_all_positions"] = _BY_HAND.replace(
     "n = np.count_nonzero(graded)", "n = y.size                                     # every position, target or not")
+# X feeds the queries, the keys and the values; this one sends gradient back along two of them only.
+WRONG["model_backward"]["value_path_missing_from_dX"] = _BY_HAND.replace(
+    'dX = dQ @ p["W_Q"].T + dK @ p["W_K"].T + dV @ p["W_V"].T',
+    'dX = dQ @ p["W_Q"].T + dK @ p["W_K"].T                 # the value path dV @ W_Vᵀ is missing')
