@@ -59,6 +59,22 @@ def _learner_frames(tb):
     return found
 
 
+def _callee(tb, name):
+    """``(callee name, [(parameter, value)])`` of the learner's own function that the learner's
+    function ``name`` called when ``tb`` was raised inside it (a helper such as ``masked_softmax``),
+    its arguments as they stood then; or None when the error was raised in ``name`` itself."""
+    caller = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if caller is not None and not _is_ours(code.co_filename) and not _is_library(code.co_filename):
+            parameters = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+            return code.co_name, [(p, tb.tb_frame.f_locals.get(p)) for p in parameters]
+        if caller is None and code.co_name == name:
+            caller = tb
+        tb = tb.tb_next
+    return None
+
+
 def _learner_line(tb):
     """The deepest of ``_learner_frames(tb)``, or None."""
     frames = _learner_frames(tb)
@@ -257,8 +273,16 @@ def _explain_error(exc, fn, named):
                 "batch and any width work.")
     elif "values to unpack" in text and batched:
         hint = "With leading batch axes, unpack the shape as *batch, T, d = X.shape."
-    failure = CheckFailed(f"{_name_of(fn)} raised {type(exc).__name__}{_shapes(named)}: {text.rstrip('.')}. "
-                          f"{hint}".strip())
+    callee = _callee(exc.__traceback__, _name_of(fn))
+    if callee is not None and callee[0] != _name_of(fn):
+        helper, given = callee
+        passed = ", ".join(f"{p} of shape {v.shape}" if isinstance(v, np.ndarray) else f"{p}={v!r}"
+                           for p, v in given if isinstance(v, (np.ndarray, bool, int, float, str)))
+        where = (f"{_name_of(fn)}{_shapes(named)} called your {helper} with {passed or 'these arguments'}, "
+                 f"and {helper} raised {type(exc).__name__}")
+    else:
+        where = f"{_name_of(fn)} raised {type(exc).__name__}{_shapes(named)}"
+    failure = CheckFailed(f"{where}: {text.rstrip('.')}. {hint}".strip())
     failure.raised_at = tuple(raised_at)
     return failure
 
