@@ -199,10 +199,10 @@ DIAGNOSES = {
         "strict_mask_no_self": ('read itself',),
         "mask_with_triu": ("triu",),
         "scale_by_sqrt_d_v": ("√d_v",),
-        "hard_coded_shape_breaks_batches": ("wrong axis", "x.shape[-2]"),
+        "hard_coded_shape_breaks_batches": ("called your masked_softmax", "wrong axis", "x.shape[-2]"),
         "plain_transpose_breaks_batches": (".t reverses",),
         "returns_a_list": ('should return a tuple', 'return o, a'),
-        "mask_size_from_shape_0": ('called your masked_softmax', 'mask of shape (2, 2)', 'x.shape[-2]'),
+        "mask_size_from_shape_0": ('called your masked_softmax', 'wrong axis', 'x.shape[-2]'),
     },
 }
 
