@@ -66,7 +66,8 @@ def _callee(tb, name):
     caller = None
     while tb is not None:
         code = tb.tb_frame.f_code
-        if caller is not None and not _is_ours(code.co_filename) and not _is_library(code.co_filename):
+        if caller is not None and not _is_ours(code.co_filename) and not _is_library(code.co_filename) \
+                and not code.co_name.startswith("<"):          # a comprehension or lambda is still fn's own code
             parameters = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
             return code.co_name, [(p, tb.tb_frame.f_locals.get(p)) for p in parameters]
         if caller is None and code.co_name == name:

@@ -169,6 +169,7 @@ REQUIREMENTS = {
         ("`A = softmax(X Xᵀ / √d)` row by row", "X of shape (5, 3)", "no_scale"),
         ("Leading batch dimensions must work", "a batch X of shape (2, 4, 6)", "plain_transpose_breaks_batches"),
         ("Leading batch dimensions must work", "two batch dimensions, X of shape (2, 3, 4, 5)", "one_batch_axis_only"),
+        ('Return `(Y, A)`', 'X of shape (5, 3)', 'returns_A_then_Y'),
     ],
 }
 

@@ -42,6 +42,15 @@ def softmax_backward(dA, A):
     dS -= np.sum(np.asarray(dA) * A, axis=-1, keepdims=True)
     return A * dS
 ''',
+        "one_batch_axis_only": '''
+def softmax_backward(dA, A):
+    dA, A = np.asarray(dA, dtype=float), np.asarray(A, dtype=float)
+    if A.ndim == 3:                                              # a batch of (T_q, T_k) weights
+        inner = np.einsum("bij,bij->bi", A, dA)[..., None]
+    else:                                                        # written for (T_k,), (T_q, T_k), (B, T_q, T_k)
+        inner = (A * dA).sum(axis=-1, keepdims=True) if A.ndim == 1 else np.einsum("ij,ij->i", A, dA)[:, None]
+    return A * (dA - inner)
+''',
     },
     "numerical_gradient": {
         "forward_difference": '''
@@ -292,6 +301,7 @@ DIAGNOSES = {
         "sum_without_keepdims": ('pass keepdims=true',),
         "jacobian_for_one_row_only": ("one row at a time",),
         "subtracts_in_place_on_a_copy": ('cannot cast ufunc',),
+        "one_batch_axis_only": ('with two batch dimensions',),
     },
     "numerical_gradient": {
         "forward_difference": ("forward difference",),
@@ -331,6 +341,7 @@ REQUIREMENTS = {
         ("Take the weighted sum along the last axis with `keepdims=True`", "weights of shape (4, 7)",
          "sum_without_keepdims"),
         ("Accept integer input", "an integer upstream gradient dA of shape (2, 4, 3)", "subtracts_in_place_on_a_copy"),
+        ('any number of leading axes', 'two batch dimensions, weights of shape (2, 2, 3, 4)', 'one_batch_axis_only'),
     ],
     "numerical_gradient": [
         ("Return the central-difference estimate", "f(y) = Σ c·sin(y) + Σ b·y² at x of shape (3, 4)",
@@ -353,6 +364,7 @@ REQUIREMENTS = {
          "a key mask of shape (T_k,) with T_q = 4, T_k = 5", "mask_ignored"),
         ("$dV = A^\\top dO$", "Q, K of shape (2, 4, 6) and V of shape (2, 4, 3), no mask", "dV_not_transposed"),
         ("never `M.T`", "Q, K of shape (2, 4, 6) and V of shape (2, 4, 3), no mask", "plain_transpose_breaks_batches"),
+        ('`Q (..., T_q, d_k)`', 'two batch dimensions, Q of shape (2, 2, 3, 6), with a (T_q, T_k) = (3, 3) causal mask', 'one_batch_axis_only'),
     ],
     "self_attention_backward": [
         ("(summed over the batch)", "a batch X of shape (2, 5, 4), d_k = 6, d_v = 3, with a causal (T, T) mask",
@@ -361,6 +373,7 @@ REQUIREMENTS = {
          "dX_misses_the_key_path"),
         ("the mask is as in exercise 3", "a batch X of shape (2, 5, 4), d_k = 6, d_v = 3, with a causal (T, T) mask",
          "mask_dropped"),
+        ('`X` has shape `(..., T, d_model)`', 'two batch dimensions, X of shape (2, 2, 4, 3), d_k = 6, d_v = 5, with a (2, 2, 4, 4) mask holding a blind query row', 'one_batch_axis_only'),
     ],
 }
 
