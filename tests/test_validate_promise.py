@@ -171,3 +171,25 @@ def test_every_batched_function_is_listed():
                     missing.append(f"{lesson}: {function}")
                 said = ""
     assert not missing, missing
+
+
+# ---------------------------------------------------------------- values returned in another order
+
+#: Functions returning two values of different shapes, whose first check passes ``shapes=``.
+SWAPPABLE = [("01_context_vectors", "contextualize"), ("02_queries_keys_values", "self_attention"),
+             ("03_scaling", "scaled_dot_product_attention"), ("04_causal_masking", "causal_self_attention"),
+             ("06_multi_head", "multi_head_attention"), ("07_capstone", "model_forward")]
+
+
+@pytest.mark.parametrize("lesson, function", SWAPPABLE)
+def test_values_returned_swapped_are_told_the_order_in_the_same_words(lesson, function):
+    """The solution returning its two values swapped hears "the order is swapped" from a visible
+    check and from the hidden test alike, the values named, never numbered."""
+    cells, functions = layout(lesson)
+    answer = (f"{cells[functions[function][0]].source}\n_solution = {function}\n\n\n"
+              f"def {function}(*args, **kwargs):\n    first, second = _solution(*args, **kwargs)\n"
+              f"    return second, first\n")
+    outcome = run_visible_checks(lesson, function, answer)
+    passed, message = _hidden(lesson, function, answer, 0)
+    assert outcome.failed and "the order is swapped" in outcome.message, outcome
+    assert not passed and outcome.message in message, (outcome.message, message)
