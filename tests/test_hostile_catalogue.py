@@ -210,7 +210,13 @@ def _points(scores, student, exercise_tests, lesson=LESSON):
 
 
 TESTS = {"softmax": ["softmax_matches_reference"], "contextualize": ["contextualize_matches_reference"],
-         "tiled_attention": ["tiled_attention_matches_reference"]}
+         "tiled_attention": ["tiled_attention_matches_reference"],
+         "adam_step": ["adam_step_matches_reference", "adam_step_trains_the_model"],
+         "sample_next": ["sample_next_matches_reference"]}
+#: The hidden tests of the correct learner of each lesson the attacks are handed in for (3 points each).
+CORRECT_TESTS = {catalogue.LESSON: TESTS["softmax"] + TESTS["contextualize"],
+                 catalogue.MEASURED_LESSON: TESTS["tiled_attention"],
+                 catalogue.CAPSTONE: TESTS["adam_step"], catalogue.SMALL_GPT: TESTS["sample_next"]}
 # The plain-nbgrader half runs in the full tier (``pytest --full``).
 WAYS = ["make grade", pytest.param("nbgrader autograde", marks=pytest.mark.full)]
 OUTPUT_CAP_BYTES = (8 << 20) + (2 << 20)   # GuardedExecute.max_notebook_output_bytes, and the lesson itself
@@ -272,14 +278,18 @@ def _maxima(root, lesson):
 
 @pytest.mark.parametrize("way", WAYS)
 def test_the_correct_learner_keeps_full_marks_and_grading_finishes(hostile, way):
-    """The correct learners (of lesson 01, and of lesson 08 where its attacks were graded), graded
-    in the same run as the attacks, score every autograded point; the run ended."""
+    """The correct learners (of lesson 01, and of lessons 07, 08 and 09 where their attacks were
+    graded), graded in the same run as the attacks, score every point of their hidden tests; the
+    run ended."""
     run = hostile["run"]
     assert run.returncode in (0, 1), run.stdout[-3000:] + run.stderr[-3000:]
-    correct = _points(hostile["scores"], CORRECT, TESTS["softmax"] + TESTS["contextualize"])
-    if catalogue.MEASURED_LESSON in hostile["lessons"]:
-        correct.update(_points(hostile["scores"], CORRECT, TESTS["tiled_attention"], catalogue.MEASURED_LESSON))
-    assert all(v == (3.0, False) for v in correct.values()), (correct, run.stdout[-3000:])
+    correct = {}
+    for lesson in hostile["lessons"]:
+        correct.update({(lesson, gid): v for gid, v in
+                        _points(hostile["scores"], CORRECT, CORRECT_TESTS[lesson], lesson).items()})
+    maxima = {(lesson, gid): points for lesson in hostile["lessons"]
+              for gid, points in _maxima(hostile["root"], lesson).items()}
+    assert all(v == (maxima[key], False) for key, v in correct.items()), (correct, run.stdout[-3000:])
 
 
 @pytest.mark.parametrize("way", WAYS)
@@ -435,3 +445,14 @@ def test_a_crash_is_named_and_costs_its_exercise_only(hostile, way):
     assert notes["crashed_cells"] or any(v["kind"] == "crashed" for v in notes["verdicts"].values()), notes
     assert _points(hostile["scores"], "attack_segfault", TESTS["contextualize"]) == \
         {"contextualize_matches_reference": (3.0, False)}
+
+
+@reading("shadow_package_folder")
+@pytest.mark.parametrize("way", WAYS)
+def test_a_folder_named_like_an_installed_package_is_flagged_and_never_imported(hostile, way):
+    """The submission that hands in attention_course/ and numpy/ beside its notebook: neither is
+    imported (nothing it planted printed; its gradient-ascent adam_step scores 0 on both tests,
+    in test_the_attacker_gains_nothing), and grading-notes.json names each folder for the instructor."""
+    notes = json.loads((_autograded(hostile["root"], "shadow_package_folder").parent / "grading-notes.json").read_text())
+    flagged = " ".join(flag["why"] for flag in notes["flags"])
+    assert "'attention_course'" in flagged and "'numpy'" in flagged and "installed package" in flagged, notes["flags"]

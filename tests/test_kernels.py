@@ -133,6 +133,44 @@ def test_cold_kernels_start_in_the_same_sandbox(tmp_path):
 
 
 @pytest.mark.parametrize("cls", [ForkingKernelManager, ColdKernelManager], ids=["forked", "cold"])
+def test_a_folder_handed_in_never_shadows_an_installed_package(tmp_path, cls):
+    """Folders handed in beside the notebook under the names of installed packages
+    (``attention_course/``, ``numpy/``, ``json.py``) are never imported: the kernel's folder comes
+    after everything installed on sys.path. A module of the learner's own still imports."""
+    async def main():
+        km = cls(kernel_name="python3")
+        seed = km.sandbox_request.seed
+        for name in ("attention_course", "numpy"):
+            os.makedirs(os.path.join(seed, name))
+            with open(os.path.join(seed, name, "__init__.py"), "w") as fh:
+                fh.write("raise ImportError('the folder handed in was imported')\n")
+        with open(os.path.join(seed, "json.py"), "w") as fh:
+            fh.write("raise ImportError('the json.py handed in was imported')\n")
+        with open(os.path.join(seed, "my_helpers.py"), "w") as fh:
+            fh.write("ANSWER = 42\n")
+        await km.start_kernel(cwd=str(tmp_path), env=dict(os.environ))
+        kc = km.client()
+        kc.start_channels()
+        await kc.wait_for_ready(timeout=60)
+        out, error = await _run(kc, "import os, sys, importlib\n"
+                                    "for name in ('attention_course.capstone', 'numpy', 'json', 'csv'):\n"
+                                    "    print(name, importlib.import_module(name).__file__)\n"
+                                    "import my_helpers\nprint('helpers', my_helpers.ANSWER)\n"
+                                    "print('folder', sys.path.index(os.getcwd()), len(sys.path), '' in sys.path)")
+        await _stop(km, kc)
+        return out, error
+
+    out, error = asyncio.run(main())
+    assert error is None, out
+    lines = dict(line.split(" ", 1) for line in out.splitlines())
+    for name in ("attention_course.capstone", "numpy", "json"):
+        assert "/sandbox/work/" not in lines[name], (name, lines[name])
+    assert lines["helpers"] == "42"
+    position, length, empty = lines["folder"].split()
+    assert int(position) == int(length) - 1 and empty == "False", lines["folder"]
+
+
+@pytest.mark.parametrize("cls", [ForkingKernelManager, ColdKernelManager], ids=["forked", "cold"])
 def test_a_kernel_talks_only_through_the_sockets_its_waiter_bound(tmp_path, cls):
     """Its five channels are UNIX sockets in the grader's scratch folder (jupyter_client's ``ipc``
     transport), bound before the kernel started; the kernel is in a network namespace of its own

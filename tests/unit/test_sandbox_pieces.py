@@ -58,12 +58,13 @@ def test_a_kernel_takes_the_socket_its_waiter_bound(tmp_path):
 
 
 def test_a_cold_kernels_bootstrap_is_this_file(tmp_path):
-    """The command of a cold kernel runs the channels module's text, given its sockets as JSON."""
+    """The command of a cold kernel runs the channels module's text (``-P``: its folder not first on
+    sys.path), given its sockets as JSON."""
     source = channels.bootstrap_source()
     command = channels.bootstrap_command("/usr/bin/python3", source, {"ipc:///x-1": 7}, ["-f", "c.json"])
-    assert command[:2] == ["/usr/bin/python3", "-c"] and command[2].endswith("main()\n")
-    assert command[3:] == ['{"ipc:///x-1": 7}', "-f", "c.json"]
-    compile(command[2], "<bootstrap>", "exec")
+    assert command[:3] == ["/usr/bin/python3", "-P", "-c"] and command[3].endswith("main()\n")
+    assert command[4:] == ['{"ipc:///x-1": 7}', "-f", "c.json"]
+    compile(command[3], "<bootstrap>", "exec")
 
 
 # ---------------------------------------------------------------- the seccomp filter
@@ -92,8 +93,20 @@ DECISIONS = {
     "socket(AF_PACKET)": ((41, (17, 3, 0, 0, 0, 0)), EACCES),
     "socket(AF_NETLINK): not supported, which ZeroMQ survives": ((41, (16, 3, 0, 0, 0, 0)),
                                                                  seccomp.RET_ERRNO | errno.EOPNOTSUPP),
-    "socketpair(AF_UNIX)": ((53, (1, 1, 0, 0, 0, 0)), ALLOW),
+    "socketpair(AF_UNIX, SOCK_STREAM)": ((53, (1, 1, 0, 0, 0, 0)), ALLOW),
+    "socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK)": ((53, (1, 0x80801, 0, 0, 0, 0)), ALLOW),
+    "socketpair(AF_UNIX, SOCK_DGRAM)": ((53, (1, 2, 0, 0, 0, 0)), EACCES),
+    "socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC)": ((53, (1, 0x80002, 0, 0, 0, 0)), EACCES),
+    "socketpair(AF_UNIX, SOCK_SEQPACKET)": ((53, (1, 5, 0, 0, 0, 0)), EACCES),
+    "socketpair(AF_UNIX, SOCK_RAW)": ((53, (1, 3, 0, 0, 0, 0)), EACCES),
+    "socketpair(AF_UNIX, type 0)": ((53, (1, 0, 0, 0, 0, 0)), EACCES),
+    "socketpair(AF_INET, SOCK_STREAM)": ((53, (2, 1, 0, 0, 0, 0)), EACCES),
+    "connect (any socket, any address)": ((42, (5, 0x7F0000001000, 110, 0, 0, 0)), EACCES),
+    "connect (a null address: AF_UNSPEC-like)": ((42, (5, 0, 0, 0, 0, 0)), EACCES),
     "sendto": ((44, (5, 0, 1, 0, 0, 0)), ALLOW),
+    "sendto with an address": ((44, (5, 0, 1, 0, 0x7F0000001000, 110)), EACCES),
+    "sendto with an address whose low half is 0": ((44, (5, 0, 1, 0, 0x100000000, 110)), EACCES),
+    "sendto with an address and MSG_FASTOPEN": ((44, (5, 0, 1, 0x20000000, 0x7F0000001000, 16)), EACCES),
     "sendto(MSG_FASTOPEN)": ((44, (5, 0, 1, 0x20000000, 0, 0)), EACCES),
     "sendmsg(MSG_FASTOPEN)": ((46, (5, 0, 0x20000000, 0, 0, 0)), EACCES),
     "sendmsg": ((46, (5, 0, 0x40, 0, 0, 0)), ALLOW),
@@ -111,8 +124,9 @@ DECISIONS = {
 
 @pytest.mark.parametrize("call", sorted(DECISIONS))
 def test_the_filter_decides(call):
-    """No socket of any family (netlink: "not supported"), no Fast Open by flag or option, no new
-    namespace, no mount change, no io_uring; socket pairs and everything else allowed."""
+    """No socket of any family (netlink: "not supported"), no socket pair but a UNIX stream pair
+    (whatever its flags), no connect, no sendto with an address, no Fast Open by flag or option,
+    no new namespace, no mount change, no io_uring; everything else allowed."""
     (number, args), expected = DECISIONS[call]
     assert _run_filter(number, args) == expected
 

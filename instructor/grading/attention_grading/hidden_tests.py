@@ -29,7 +29,7 @@ from . import kernel_probe
 from .judge import judge
 from .kernel_time import Allowance, kernel_pid
 from .results import CRASHED, REFUSED, TIMEOUT, Verdict
-from .spec import Call, Callback, Learner, Library
+from .spec import Call, Callback, Learner, Shared
 
 PROBE_SOURCE = Path(kernel_probe.__file__).read_text()
 PROBE_CODE = (f"exec(compile({PROBE_SOURCE + chr(10) + 'main()' + chr(10)!r}, '<grader probe>', 'exec'), "
@@ -64,12 +64,19 @@ class StopTest(Exception):
 
 # ------------------------------------------------------------------ what the kernel is asked
 
-def wire_argument(value, callbacks):
-    """Encode an argument for the kernel; grader-side functions become callback ids."""
+def wire_argument(value, callbacks, shared=None):
+    """Encode an argument for the kernel; grader-side functions become callback ids; a ``Shared``
+    one becomes its place in ``shared`` (the batch's list of them), where it is encoded once."""
+    if isinstance(value, Shared):
+        if shared is None:
+            return kernel_probe.encode(value.value)
+        for index, (known, _) in enumerate(shared):
+            if known is value:
+                return {"shared": index}
+        shared.append((value, kernel_probe.encode(value.value)))
+        return {"shared": len(shared) - 1}
     if isinstance(value, Learner):
         return {"learner": value.name}
-    if isinstance(value, Library):
-        return {"library": [value.module, value.name]}
     if isinstance(value, Callback):
         key = f"callback-{len(callbacks)}"
         callbacks[key] = value.function
@@ -77,23 +84,33 @@ def wire_argument(value, callbacks):
     return kernel_probe.encode(value)
 
 
-def wire_call(target, args, kwargs, callbacks, record_warnings=False):
+def wire_call(target, args, kwargs, callbacks, record_warnings=False, shared=None):
     return {"target": wire_argument(target, callbacks),
-            "args": [wire_argument(a, callbacks) for a in args],
-            "kwargs": {k: wire_argument(v, callbacks) for k, v in kwargs.items()},
+            "args": [wire_argument(a, callbacks, shared) for a in args],
+            "kwargs": {k: wire_argument(v, callbacks, shared) for k, v in kwargs.items()},
             "options": {"warnings": record_warnings}}
+
+
+class Driven:
+    """A case's batch whose calls the spec's driver decides in the grader, one batch at a time
+    (``Spec.driver``)."""
+
+    def __init__(self, case):
+        self.case = case
 
 
 def plan_calls(spec, cases, g):
     """(batches of wire calls, callbacks, extra calls, the batches whose memory the grader
-    measures): one batch per case, then one of the extra calls (drawn from ``g``, the generator
-    the cases came from), except that each call whose memory is measured is a batch of its own.
+    measures): one batch per case (a ``Driven`` one for a spec with a driver), then one of the
+    extra calls (drawn from ``g``, the generator the cases came from), except that each call whose
+    memory is measured is a batch of its own.
 
     The measured batches come last, as ``{batch: the fresh kernel that serves it}`` (numbered from
     0); the batches of one kernel (``Call.kernel``) are consecutive, in the order given."""
     callbacks = {}
-    batches = [[wire_call(spec.target, case.args, case.kwargs, callbacks,
-                          record_warnings=spec.warnings_fail is not None)] for case in cases]
+    batches = [Driven(case) if spec.driver is not None else
+               [wire_call(spec.target, case.args, case.kwargs, callbacks, record_warnings=spec.warnings_fail is not None)]
+               for case in cases]
     extra = [c for c in (spec.extra_calls(g) if spec.extra_calls else []) if isinstance(c, Call)]
     plain, kernels, in_kernels = [c for c in extra if not c.memory], {}, []
     for position, call in enumerate(extra):
@@ -155,7 +172,12 @@ class Conversation:
 
     One conversation may be served by several kernels in turn: ``serve_until`` stops the first
     one's probe before a given batch, ``resume`` lets the next kernel's probe take up from there
-    (``GuardedExecute`` measures each call in a fresh kernel of its own)."""
+    (``GuardedExecute`` measures each call in a fresh kernel of its own).
+
+    A ``Driven`` batch is a driver's (``Spec.driver``): the conversation asks it for each next
+    list of calls as the last one's results come back, and records what it returns as that
+    case's one result. ``fresh_batch`` says whether the calls just handed out begin a new batch
+    (a new case's time) or go on with a driver's."""
 
     def __init__(self, spec, reference, batches, callbacks, completed, cases_batches=None, extra=(),
                  limits=None, measured=(), meter=None):
@@ -170,6 +192,8 @@ class Conversation:
         self.stand_ins = {}          # {batch index: {name: requests}}: the stand-ins each batch asked for
         self.stand_in_calls = {}     # {batch index: [(name, {parameter: what it was given})]}: what they were given
         self.started = self.finished = False
+        self.driving = self.driven_calls = None      # the running driver, the calls it handed out last
+        self.fresh_batch = False
 
     def serve_until(self, batch):
         """The probe in the current kernel stops before ``batch``."""
@@ -195,9 +219,14 @@ class Conversation:
                     "globals_of": list(self.spec.learner_functions), **self._next()}
         if op == "results" and self.started and self.next_batch > len(self.results):
             results = message.get("results")
-            if not isinstance(results, list) or len(results) != len(self.batches[len(self.results)]) \
+            expected = self.driven_calls if self.driving is not None else self.batches[len(self.results)]
+            if not isinstance(results, list) or len(results) != len(expected) \
                     or not all(isinstance(r, dict) for r in results):
                 raise StopTest(REFUSED, self.calls_done, "the kernel sent results that do not match the calls")
+            if self.driving is not None:
+                self.fresh_batch = False
+                return self._drive([dict(r, value=kernel_probe.decode(r["value"])) if "value" in r else r
+                                    for r in results])
             peak = self._measured_growth(len(self.results))
             for result in results:
                 result.pop("peak", None)          # only the grader measures
@@ -212,11 +241,37 @@ class Conversation:
     def _next(self):
         if self.next_batch < self.until:
             self.next_batch += 1
+            self.fresh_batch = True
+            batch = self.batches[self.next_batch - 1]
+            if isinstance(batch, Driven):
+                self.driving = self.spec.driver(self.reference, batch.case)
+                return self._drive(None)
             if self.next_batch - 1 in self.measured and self.meter is not None and self.reset_meter:
                 self.meter.start()       # the last thing before the batch goes out
-            return {"calls": self.batches[self.next_batch - 1]}
+            return {"calls": batch}
         self.finished = True
         return {"stop": True}
+
+    def _drive(self, results):
+        """Send the driver the results of its last calls (None: start it); hand out the calls it
+        asks for next, or, once it returns, record its result as the case's and go on."""
+        try:
+            calls = next(self.driving) if results is None else self.driving.send(results)
+        except StopIteration as done:
+            self.driving = self.driven_calls = None
+            result = dict(done.value or {"raised": "the grader's driver returned nothing"})
+            if "value" in result:
+                result["value"] = kernel_probe.encode(result["value"])
+            self.results.append([result])
+            return self._next()
+        except Exception as exc:             # the grader's own code failed: the instructor is told
+            self.driving = self.driven_calls = None
+            raise StopTest(REFUSED, self.calls_done,
+                           f"the grader could not go on with this test ({type(exc).__name__}: {exc})"[:300]) from None
+        shared = []
+        self.driven_calls = [wire_call(call.target or self.spec.target, call.args, call.kwargs, self.callbacks,
+                                       record_warnings=call.warnings, shared=shared) for call in calls]
+        return {"calls": self.driven_calls, "shared": [blob for _, blob in shared]}
 
     def _measured_growth(self, batch):
         if batch not in self.measured or self.meter is None:
@@ -384,7 +439,7 @@ class KernelSession:
                 except ValueError:
                     raise StopTest(REFUSED, conversation.calls_done, "the kernel sent a malformed request") from None
                 reply = conversation.reply(message)
-                if "calls" in reply:       # a new batch: its own time
+                if "calls" in reply and conversation.fresh_batch:    # a new batch: its own time
                     share = measurement_factor if conversation.next_batch > conversation.cases_batches else 1
                     allowance = Allowance(pid, share * timeout, stretch, until)
                 self.kc.input(json.dumps(reply))

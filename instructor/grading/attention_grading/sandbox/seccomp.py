@@ -2,8 +2,13 @@
 
 A kernel needs no socket of its own: its Jupyter channels are listening UNIX sockets it inherits
 (``channels``), and its network namespace holds only its own loopback. So ``socket()`` is refused
-for every family (TCP, UDP, UNIX, raw, packet, netlink); ``socketpair()`` stays (asyncio's
-self-pipe). As a second wall behind the namespace and Landlock's TCP rules: no TCP Fast Open
+for every family (TCP, UDP, UNIX, raw, packet, netlink); ``socketpair()`` stays for UNIX stream
+pairs only (asyncio's self-pipe, multiprocessing's pipes): a connected stream socket can never be
+pointed elsewhere (``connect`` and a send with an address fail with EISCONN), where a datagram
+pair could be re-``connect``ed, or sent from, to any pathname socket of the host (a network
+namespace does not scope those). Behind that, ``connect()`` is refused outright (no socket a
+kernel holds has a use for it) and so is ``sendto()`` with an address (seccomp cannot read the
+address behind ``sendmsg``'s header: no socket that could take one exists). As a second wall behind the namespace and Landlock's TCP rules: no TCP Fast Open
 (``MSG_FASTOPEN`` on ``sendto``/``sendmsg``/``sendmmsg``, the ``TCP_FASTOPEN`` and
 ``TCP_FASTOPEN_CONNECT`` options), which Landlock does not mediate. Also refused: io_uring (its
 socket operations would pass beside this filter), new namespaces, mounts, and calls that read
@@ -27,7 +32,10 @@ AF_NETLINK, IPPROTO_TCP, TCP_FASTOPEN, TCP_FASTOPEN_CONNECT = 16, 6, 23, 30
 MSG_FASTOPEN = 0x20000000
 NAMESPACE_FLAGS = 0x7E020000 | 0x00000080   # CLONE_NEW{NS,CGROUP,UTS,IPC,USER,PID,NET,TIME}
 
-SOCKET, SENDTO, SENDMSG, SETSOCKOPT, CLONE, SENDMMSG, CLONE3 = 41, 44, 46, 54, 56, 307, 435
+AF_UNIX, SOCK_STREAM = 1, 1
+SOCK_TYPE_BITS = 0xF          # the type in socketpair's second argument; the rest are flags (CLOEXEC, NONBLOCK)
+SOCKET, CONNECT, SENDTO, SENDMSG, SETSOCKOPT, CLONE, SOCKETPAIR, SENDMMSG, CLONE3 = \
+    41, 42, 44, 46, 54, 56, 53, 307, 435
 FLAGS_ARGUMENT = {SENDTO: 3, SENDMSG: 2, SENDMMSG: 3}   # where each send call takes its flags
 REFUSED = {   # name: x86_64 number
     "ptrace": 101, "syslog": 103, "personality": 135, "pivot_root": 155, "chroot": 161,
@@ -46,14 +54,19 @@ def _arg_low(index):
     return 16 + 8 * index     # offsetof(struct seccomp_data, args[index]), low half (little-endian)
 
 
+def _arg_high(index):
+    return _arg_low(index) + 4
+
+
 def program():
     """The filter as (code, jt, jf, k) instructions; jumps name labels until ``_assemble``."""
     ops = [(LD_ABS, 0, 0, 4), (JEQ, None, "kill", AUDIT_ARCH_X86_64),
            (LD_ABS, 0, 0, 0), (JGE, "kill", None, X32_SYSCALL_BIT)]
     ops += [(JEQ, "eperm", None, number) for number in sorted(REFUSED.values())]
-    ops += [(JEQ, "enosys", None, CLONE3), (JEQ, "socket", None, SOCKET),
+    ops += [(JEQ, "enosys", None, CLONE3), (JEQ, "socket", None, SOCKET), (JEQ, "eacces", None, CONNECT),
+            (JEQ, "socketpair", None, SOCKETPAIR), (JEQ, "sendto", None, SENDTO),
             (JEQ, "setsockopt", None, SETSOCKOPT), (JEQ, "clone", None, CLONE)]
-    ops += [(JEQ, f"send-{number}", None, number) for number in FLAGS_ARGUMENT]
+    ops += [(JEQ, f"send-{number}", None, number) for number in FLAGS_ARGUMENT if number != SENDTO]
     ops += [(RET, 0, 0, RET_ALLOW)]
     ops += ["clone", (LD_ABS, 0, 0, _arg_low(0)), (JSET, "eperm", None, NAMESPACE_FLAGS),
             (RET, 0, 0, RET_ALLOW)]
@@ -61,6 +74,13 @@ def program():
     # and aborts the process on any error but "not supported", which it reads as "none".
     ops += ["socket", (LD_ABS, 0, 0, _arg_low(0)), (JEQ, None, "eacces", AF_NETLINK),
             (RET, 0, 0, RET_ERRNO | errno.EOPNOTSUPP)]
+    # socketpair(AF_UNIX, SOCK_STREAM | flags) only: the type's bits must be 0b0001.
+    ops += ["socketpair", (LD_ABS, 0, 0, _arg_low(0)), (JEQ, None, "eacces", AF_UNIX),
+            (LD_ABS, 0, 0, _arg_low(1)), (JSET, "eacces", None, SOCK_TYPE_BITS & ~SOCK_STREAM),
+            (JSET, "allow", "eacces", SOCK_STREAM)]
+    # sendto(fd, buf, len, flags, dest_addr, addrlen): no address (both halves of the pointer 0).
+    ops += ["sendto", (LD_ABS, 0, 0, _arg_low(4)), (JEQ, None, "eacces", 0),
+            (LD_ABS, 0, 0, _arg_high(4)), (JEQ, f"send-{SENDTO}", "eacces", 0)]
     for number, index in FLAGS_ARGUMENT.items():
         ops += [f"send-{number}", (LD_ABS, 0, 0, _arg_low(index)), (JSET, "eacces", None, MSG_FASTOPEN),
                 (RET, 0, 0, RET_ALLOW)]

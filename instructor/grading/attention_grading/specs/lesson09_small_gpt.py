@@ -8,11 +8,11 @@ singles it out (``judge.likely_bug``); a wrong form is told in the visible check
 widths (odd ones included), models, prompts, seeds; a case's label describes it without its
 numbers. Two tests go beyond comparing one output:
 
-- ``sample_next`` draws at random, so a case asks the learner package's ``draw_samples`` to
-  call it a few thousand times with a seeded Generator, twice with the same seed; the judge tests
-  the counts against the reference distribution (a catalogued mistake is named when the counts
-  fit its distribution and no other's), and the two runs against each other (the draws must come
-  from the ``rng`` given);
+- ``sample_next`` draws at random, so the grader (``sampling_driver``, outside the learner's
+  reach) has it called a few thousand times with one seeded Generator, twice with the same seed
+  (as the learner package's ``draw_samples`` does); the judge tests the counts against the reference distribution
+  (a catalogued mistake is named when the counts fit its distribution and no other's), and the
+  two runs against each other (the draws must come from the ``rng`` given);
 - ``generate`` gets a Generator too (it crosses the wire by its state); ``sample_next`` is lent,
   so the tokens it draws are determined by the logits it is handed: they and the logits must be
   those of the reference, which recomputes the whole causal pass. Extra calls at two lengths let
@@ -28,7 +28,7 @@ from attention_course import gpt_checks as mistake
 
 from .. import kernel_probe
 from ..judge import compare_arrays, describe, returns_problem, token_problem
-from ..spec import Bug, Call, Case, Learner, Library, Spec, register
+from ..spec import Bug, Call, Case, Learner, Shared, Spec, register
 
 LENT = ("multi_head_attention", "split_heads", "merge_heads")
 
@@ -324,6 +324,28 @@ def sample_next_cases(g):
     ]
 
 
+def sampling_driver(R, case):
+    """What ``attention_course.small_gpt.draw_samples`` does, decided by the grader: ``n`` calls of
+    the learner's ``sample_next(logits, temperature, top_k, rng)`` with one Generator made from the
+    case's seed, then ``n`` more with a fresh Generator from the same seed: ``(2, n)`` token ids,
+    or what a call raised. The two rows are equal when the draws come from ``rng``; their counts
+    estimate the distribution. Each run is one batch whose calls share the logits and the
+    Generator (``Shared``), made in turn in the kernel."""
+    sampler, logits, temperature, top_k, seed, n = case.args
+    runs = []
+    for _ in range(2):
+        shared_logits, rng = Shared(logits), Shared(np.random.default_rng(seed))
+        results = yield [Call((shared_logits, temperature, top_k, rng), target=sampler) for _ in range(int(n))]
+        for result in results:
+            if "raised" in result:
+                return {"raised": result["raised"]}
+        runs.append([result.get("value") for result in results])
+    try:
+        return {"value": np.array(runs, dtype=np.int64)}
+    except (TypeError, ValueError, OverflowError) as exc:
+        return {"raised": f"{type(exc).__name__}: {exc}"[:300]}
+
+
 def _fits(counts, p, n):
     """Do ``counts`` (per token, over ``n`` draws) fit the distribution ``p``? (None) or why not."""
     impossible = np.flatnonzero((p == 0) & (counts > 0))
@@ -343,7 +365,7 @@ def _judge_samples(R, case, mine):
     _, logits, temperature, top_k, _, n = case.args
     V = np.shape(logits)[-1]
     if not isinstance(mine, np.ndarray) or mine.shape != (2, n) or mine.dtype.kind not in "iu":
-        return (f"draw_samples could not collect {n} token ids from your sample_next (it got "
+        return (f"The grader could not collect {n} token ids from your sample_next (it got "
                 f"{describe(mine)}): return one token id, an int, per call.")
     if mine.min() < 0 or mine.max() >= V:
         return f"Your sample_next returned the token id {int(mine.max() if mine.max() >= V else mine.min())}, outside 0..{V - 1}."
@@ -398,7 +420,8 @@ register(Spec(
     name="sample_next",
     cases=sample_next_cases,
     outputs=("draws",),
-    target=Library("attention_course.small_gpt", "draw_samples"),
+    target=Learner("sample_next"),
+    driver=sampling_driver,
     compare=_judge_samples,
     extra_calls=sample_return_calls,
     judge_extra=judge_sample_returns,
