@@ -2,7 +2,8 @@
 
 An exercise that draws random numbers takes its own generator, ``np.random.default_rng(seed)``:
 reseeding the global one (``np.random.seed``) would reset the random numbers of every other cell.
-The visible check and the hidden test both ask ``moves_the_global_generator`` and say the same
+The visible check asks ``moves_the_global_generator``; the hidden test has the grader's probe
+measure the same thing around its own call (``spec.Call.global_generator``); both say the same
 sentence (``GLOBAL_GENERATOR_PROBLEM``).
 """
 import numpy as np

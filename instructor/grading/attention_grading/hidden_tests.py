@@ -84,11 +84,12 @@ def wire_argument(value, callbacks, shared=None):
     return kernel_probe.encode(value)
 
 
-def wire_call(target, args, kwargs, callbacks, record_warnings=False, shared=None):
+def wire_call(target, args, kwargs, callbacks, record_warnings=False, shared=None, global_generator=False):
+    options = {"warnings": record_warnings, **({"global_generator": True} if global_generator else {})}
     return {"target": wire_argument(target, callbacks),
             "args": [wire_argument(a, callbacks, shared) for a in args],
             "kwargs": {k: wire_argument(v, callbacks, shared) for k, v in kwargs.items()},
-            "options": {"warnings": record_warnings}}
+            "options": options}
 
 
 class Driven:
@@ -121,7 +122,8 @@ def plan_calls(spec, cases, g):
     extra = plain + [call for _, call in in_kernels]
 
     def wired(call):
-        return wire_call(call.target or spec.target, call.args, call.kwargs, callbacks, record_warnings=call.warnings)
+        return wire_call(call.target or spec.target, call.args, call.kwargs, callbacks, record_warnings=call.warnings,
+                         global_generator=call.global_generator)
 
     for call in plain:
         if len(batches) > len(cases):

@@ -5,7 +5,7 @@ import numpy as np
 from attention_course.forms import float_problem
 from attention_course.randomness import GLOBAL_GENERATOR_PROBLEM
 
-from ..spec import Bug, Call, Case, Learner, Library, Spec, register
+from ..spec import Bug, Call, Case, Spec, register
 from .masks import key_mask, padding_mask, visible_mask
 
 # ------------------------------------------------------------------ dot_product_variance
@@ -15,8 +15,8 @@ from .masks import key_mask, padding_mask, visible_mask
 # d_k. For x = qᵀk with q, k standard normal in d_k dimensions, E[x²] = d_k and
 # E[x⁴] = 3 d_k² + 6 d_k, so the sample variance of n draws has standard error
 # sqrt((2 d_k² + 6 d_k) / n). Determinism for a seed, dependence on it and on n_samples are
-# judged from six more calls (``determinism_calls``), the last of which asks whether a call moves
-# NumPy's global generator (``np.random.seed``).
+# judged from six more calls (``determinism_calls``); in the last, the probe reports whether the call
+# reseeded or drew from NumPy's global generator (``np.random.seed``, ``Call.global_generator``).
 
 WITHIN = 5.0
 
@@ -81,15 +81,14 @@ def compare_variance(R, case, mine):
 
 def determinism_calls(g):
     """Six more calls at one width and sample size: the same seed twice, by keyword and by
-    position, another seed, another sample size with the first seed, and one that asks whether the
-    call moves NumPy's global generator."""
+    position, another seed, another sample size with the first seed, and the first call once more,
+    watched for whether it reseeds or draws from NumPy's global generator (the probe reports it)."""
     d_k, n, seed = int(g.integers(5, 13)), int(g.integers(20, 40)) * 100, int(g.integers(1, 10_000))
     more = n + int(g.integers(1, 10)) * 100
     return [Call((d_k,), {"n_samples": n, "seed": seed}), Call((d_k,), {"n_samples": n, "seed": seed}),
             Call((d_k, n, seed)), Call((d_k,), {"n_samples": n, "seed": seed + 1}),
             Call((d_k,), {"n_samples": more, "seed": seed}),
-            Call((Learner("dot_product_variance"), d_k), {"n_samples": n, "seed": seed},
-                 target=Library("attention_course.randomness", "moves_the_global_generator"))]
+            Call((d_k,), {"n_samples": n, "seed": seed}, global_generator=True)]
 
 
 def judge_variance(R, calls, results):
@@ -98,7 +97,7 @@ def judge_variance(R, calls, results):
     if any("raised" in r for r in results):
         raised = next(r["raised"] for r in results if "raised" in r)
         return f"dot_product_variance({d_k}, n_samples={n}, seed=...) raised {raised}"
-    first, again, positional, other, longer, moved = (r["value"] for r in results)
+    first, again, positional, other, longer, _ = (r["value"] for r in results)
     problem = float_problem("dot_product_variance", first)
     if problem:
         return problem
@@ -114,7 +113,7 @@ def judge_variance(R, calls, results):
     if first == longer:
         return (f"n_samples = {n} and n_samples = {calls[4].kwargs['n_samples']} gave exactly the same variance "
                 "with the same seed: the n_samples argument is ignored. Draw arrays of shape (n_samples, d_k).")
-    if moved is not False:
+    if results[5].get("global_generator_moved") is not False:
         return GLOBAL_GENERATOR_PROBLEM.format(function="dot_product_variance")
     return None
 
