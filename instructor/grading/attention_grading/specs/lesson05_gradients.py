@@ -267,7 +267,8 @@ def _not_restored_by_arithmetic(g, shape, h=1e-5):
 def _gradient_check_cases(g):
     transposed = g.normal(size=(3, 5)).T                               # a (5, 3) view, not C-ordered
     return [
-        Case("f(y) = Σ c·sin(y) + Σ b·y² at x of shape (3, 4)", (SineLoss(g, (3, 4)), _not_restored_by_arithmetic(g, (3, 4)))),
+        Case("f(y) = Σ c·sin(y) + Σ b·y² at x of shape (3, 4)",
+             (SineLoss(g, (3, 4)), _not_restored_by_arithmetic(g, (3, 4)))),
         Case("the quadratic f(y) = Σ (c·y² + b·y) at x of shape (2, 5) with a large step h given, where "
              "central differences are exact", (QuadraticLoss(g, (2, 5)), g.normal(size=(2, 5))),
              {"h": float(g.uniform(0.2, 0.8))}),
