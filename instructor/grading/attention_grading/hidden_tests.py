@@ -84,11 +84,12 @@ def wire_argument(value, callbacks, shared=None):
     return kernel_probe.encode(value)
 
 
-def wire_call(target, args, kwargs, callbacks, record_warnings=False, shared=None):
+def wire_call(target, args, kwargs, callbacks, record_warnings=False, shared=None, global_generator=False):
+    options = {"warnings": record_warnings, **({"global_generator": True} if global_generator else {})}
     return {"target": wire_argument(target, callbacks),
             "args": [wire_argument(a, callbacks, shared) for a in args],
             "kwargs": {k: wire_argument(v, callbacks, shared) for k, v in kwargs.items()},
-            "options": {"warnings": record_warnings}}
+            "options": options}
 
 
 class Driven:
@@ -121,7 +122,8 @@ def plan_calls(spec, cases, g):
     extra = plain + [call for _, call in in_kernels]
 
     def wired(call):
-        return wire_call(call.target or spec.target, call.args, call.kwargs, callbacks, record_warnings=call.warnings)
+        return wire_call(call.target or spec.target, call.args, call.kwargs, callbacks, record_warnings=call.warnings,
+                         global_generator=call.global_generator)
 
     for call in plain:
         if len(batches) > len(cases):
@@ -311,7 +313,11 @@ class Conversation:
                 warnings.simplefilter("ignore")
                 value = function(*args, **kwargs)
         except Exception as exc:
-            return {"error": f"{key} raised {type(exc).__name__}: {exc}"[:300]}
+            if given is None:
+                return {"error": f"{key} raised {type(exc).__name__}: {exc}"[:300]}
+            # The stand-in is right: the learner's call that handed it these inputs is what to fix.
+            return {"error": f"your {self.spec.name} called {key} with {_described(given)}, and the correct {key} "
+                             f"the grader lends for this test raised {type(exc).__name__}: {str(exc)[:200]}"[:500]}
         finally:
             if given is not None:
                 self.stand_in_calls.setdefault(self.next_batch - 1, []).append((str(key), _after(given)))
@@ -342,6 +348,17 @@ def _given(function, args, kwargs):
             return value
         return {"type": type(value).__name__}
     return {name: summary(value) for name, value in bound.items()}
+
+
+def _described(given):
+    """``_given``'s record in words: "scores of shape (3, 6, 6), mask of shape (3, 3)"."""
+    def word(name, value):
+        if isinstance(value, dict) and "shape" in value:
+            return f"{name} of shape {tuple(value['shape'])}"
+        if isinstance(value, dict):
+            return f"{name}: {value.get('type', 'a generator')}"
+        return f"{name}={value!r}"
+    return ", ".join(word(name, value) for name, value in given.items()) or "no arguments"
 
 
 def _after(given):

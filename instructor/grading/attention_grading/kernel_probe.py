@@ -253,6 +253,9 @@ def _call(call, namespace, ask, shared=()):
     args = [decode(a, resolve) for a in call.get("args", [])]
     kwargs = {k: decode(v, resolve) for k, v in call.get("kwargs", {}).items()}
     options = call.get("options", {})
+    if options.get("global_generator"):      # a fresh state from the OS: no seed the call sets can equal it
+        np.random.seed(None)
+        global_before = np.random.get_state()
     saved = sys.stdout, sys.stderr
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught, \
@@ -269,6 +272,10 @@ def _call(call, namespace, ask, shared=()):
         finally:
             sys.stdout, sys.stderr = saved
     out["seconds"] = time.perf_counter() - started
+    if options.get("global_generator"):      # did it reseed or draw from NumPy's global generator?
+        after = np.random.get_state()
+        out["global_generator_moved"] = not (after[0] == global_before[0] and np.array_equal(after[1], global_before[1])
+                                             and tuple(after[2:]) == tuple(global_before[2:]))
     if "raised" not in out:
         out["value"] = encode(value)
     if options.get("warnings"):

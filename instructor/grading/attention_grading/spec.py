@@ -60,6 +60,8 @@ class Call:
     # None: a fresh kernel of its own.
     kernel: Any = None
     warnings: bool = False       # record the RuntimeWarnings it raises
+    # report whether it reseeded or drew from NumPy's global generator (``global_generator_moved``)
+    global_generator: bool = False
     note: Any = None             # what judge_extra needs besides the call (stays in the grader)
 
 
