@@ -230,6 +230,13 @@ CLAIMS = {
          "for a, b in zip(lengths, lengths[1:]))"),
         ("one and two blocks beat the counting baselines by a wide margin",
          "all(h['val'][-1] / np.log(2) < baselines['bigram counts'] - 0.3 for h in histories.values())"),
+        ("its first scene and the first lines of the second close the training set",
+         "text.index('SCENE 1', tempest) < text.index('SCENE 2', tempest) < len(train_ids) < "
+         "text.index('SCENE 2', tempest) + 500 and len(val_ids) == len(text) - len(train_ids)"),
+        ("The heads of\nthe first block stay close to the reading character: they look back a character or two on\n"
+         "average and put much of their weight on the previous character",
+         "max(looks_back[0]) < 2.5 and min(on_previous[0]) > 0.25"),
+        ("The heads of\nthe second block look further back", "min(looks_back[1]) > max(looks_back[0])"),
     ],
 }
 

@@ -254,6 +254,19 @@ def _solution(lesson, function):
     return cells[functions[function][0]].source
 
 
+@pytest.mark.parametrize("lesson", [lesson if lesson == "09_small_gpt" else pytest.param(lesson, marks=pytest.mark.full)
+                                    for lesson in lesson_ids()])
+def test_no_check_cell_shows_a_stray_value(lesson):
+    """A visible check cell shows its checks' verdicts and nothing else: its last line, run on the
+    solution, leaves no value for the notebook to display under it (lesson 09's sampling check once
+    showed the counts of its last run)."""
+    from visible_checks import displayed_values
+
+    _, functions = layout(lesson)
+    shown = {function: displayed_values(lesson, function, _solution(lesson, function)) for function in functions}
+    assert not any(shown.values()), {f: v for f, v in shown.items() if v}
+
+
 def test_a_correct_tiled_attention_that_copies_its_inputs_passes_the_memory_check():
     solution = _solution("08_long_context", "tiled_attention")
     view = "(np.asarray(a, dtype=float) for a in (Q, K, V))"

@@ -271,6 +271,38 @@ def tiled_attention(Q, K, V, block_size=64, causal=False):
         O[..., q0:q1, :] = acc / l
     return O
 ''',
+        # Ignores block_size: one query's whole row of scores at a time, an exact softmax of it.
+        "row_at_a_time_ignores_block_size": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    O = np.empty(batch + (T_q, V.shape[-1]))
+    for i in range(T_q):
+        s = Q[..., i:i + 1, :] @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+        if causal:
+            s[..., i + 1:] = -np.inf
+        w = np.exp(s - s.max(axis=-1, keepdims=True))
+        O[..., i:i + 1, :] = (w / w.sum(axis=-1, keepdims=True)) @ V
+    return O
+''',
+        # Cuts the queries into blocks but reads every key of a block at once (a strip of scores).
+        "query_blocks_with_all_keys": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    O = np.empty(batch + (T_q, V.shape[-1]))
+    for q0 in range(0, T_q, block_size):
+        q1 = min(q0 + block_size, T_q)
+        last = q1 if causal else T_k
+        s = Q[..., q0:q1, :] @ np.swapaxes(K[..., :last, :], -1, -2) / np.sqrt(K.shape[-1])
+        if causal:
+            s = np.where(np.arange(last)[None, :] <= np.arange(q0, q1)[:, None], s, -np.inf)
+        p = np.exp(s - s.max(axis=-1, keepdims=True))
+        O[..., q0:q1, :] = (p / p.sum(axis=-1, keepdims=True)) @ V[..., :last, :]
+    return O
+''',
         "skips_the_diagonal_tile": '''
 def tiled_attention(Q, K, V, block_size=64, causal=False):
     Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
@@ -316,6 +348,10 @@ DIAGNOSES = {
         "strict_causal_boundary": ("j < i",),
         "skips_the_diagonal_tile": ("diagonal tile is skipped",),
         "rescale_exponent_flipped": ('upside down',),
+        "running_max_from_zero": ("starts at 0 instead of −∞",),
+        "batch_shape_from_the_keys": ("batch shape every input broadcasts to",),
+        "row_at_a_time_ignores_block_size": ("all t_k keys of a query at once",),
+        "query_blocks_with_all_keys": ("all t_k keys of a query at once",),
     },
 }
 
@@ -331,6 +367,12 @@ REQUIREMENTS = {
          "block_size = 3", "no_running_max"),
         ("do not change `Q`, `K` or `V`", "T = 10, d_k = 6, d_v = 5, block_size = 3 (3 does not divide 10)",
          "scales_Q_in_place"),
+        ("process at most `block_size` keys", MEASUREMENTS, "row_at_a_time_ignores_block_size"),
+        ("Start with $m = -\\infty$", "a query whose every score lies below −1e3 and one whose every score lies "
+         "above +1e3 (the running max starts at −∞, not 0), block_size = 3", "running_max_from_zero"),
+        ("one `K` and `V` without a batch axis may serve a whole batch of\nqueries",
+         "a batch (3,) of queries, T_q = 5, reading one K (11, 6) and V (11, 4) without a batch axis (they "
+         "broadcast), block_size = 4", "batch_shape_from_the_keys"),
     ],
 }
 
@@ -430,3 +472,11 @@ WRONG["tiled_attention"]["builds_causal_mask_by_comparison"] = WRONG["tiled_atte
     "mask = (np.arange(T_q)[:, None] >= np.arange(T_k)) if causal else None")
 WRONG["tiled_attention"]["rescale_exponent_flipped"] = CORRECT["tiled_attention"]["key_blocks_only"].replace(
     "shrink = np.exp(running_max - new_max)", "shrink = np.exp(new_max - running_max)")
+# The running max starts at 0, not −inf: right while every row has a score above about −745.
+WRONG["tiled_attention"]["running_max_from_zero"] = CORRECT["tiled_attention"]["key_blocks_only"].replace(
+    "running_max = np.full(batch + (T_q, 1), -np.inf)", "running_max = np.zeros(batch + (T_q, 1))")
+# The output's batch shape read from the keys: the rows of a batch of queries sharing one K and V
+# do not fit in it.
+WRONG["tiled_attention"]["batch_shape_from_the_keys"] = WRONG["tiled_attention"]["scale_by_d_k"].replace(
+    "/ K.shape[-1]", "/ np.sqrt(K.shape[-1])").replace(
+    "batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])", "batch = K.shape[:-2]")

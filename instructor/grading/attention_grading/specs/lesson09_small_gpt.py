@@ -577,8 +577,20 @@ def _judge_generate(R, case, mine):
 
 
 def judge_passing_on(R, case, calls):
-    """Each new token drawn by one call of sample_next given the case's temperature, top_k and rng
-    (the state the previous draw left it in), as the grader saw the stand-in's calls."""
+    """Each token through each block once (the token rows handed to layer_norm and the lent
+    functions, by the shapes the grader saw: a generate without a cache reruns them), and each new
+    token drawn by one call of sample_next given the case's temperature, top_k and rng (the state
+    the previous draw left it in), as the grader saw the stand-in's calls."""
+    params, prompt, n_new = case.args
+    rows = {}
+    for name, given in calls:
+        if name in mistake.ROWS_PER_TOKEN:
+            value = given.get("x", given.get("X"))
+            rows[name] = rows.get(name, 0) + (mistake.token_rows(value["shape"]) if isinstance(value, dict)
+                                              and "shape" in value else 1)
+    problem = mistake.rows_problem(rows, len(params["blocks"]), len(prompt) + int(n_new))
+    if problem:
+        return problem
     state = kernel_probe.generator_state(case.kwargs["rng"])
     draws = []
     for name, given in calls:
