@@ -257,6 +257,9 @@ def _explain_error(exc, fn, named):
                 "batch and any width work.")
     elif "values to unpack" in text and batched:
         hint = "With leading batch axes, unpack the shape as *batch, T, d = X.shape."
+    elif "number sections must be larger than 0" in text:
+        hint = ("np.array_split(x, T // block_size) asks for 0 parts when block_size > T, where one block must hold "
+                "every key: cut the blocks by position instead, from start to min(start + block_size, T).")
     elif "could not broadcast input array" in text:
         hint = ("The array written into has fewer leading (batch) axes than what is written: make it with the "
                 "batch shape every input broadcasts to, np.broadcast_shapes of their shapes without the last two axes.")

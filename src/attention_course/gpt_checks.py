@@ -536,6 +536,48 @@ def check_generation(generate, params, prompt, n_new, sample_next, temperature=1
     return tokens, logits
 
 
+def check_greedy(generate, params, prompt, n_new, sample_next):
+    """``generate`` with ``top_k = 1`` and ``rng = None``: it makes its own generator (a draw from
+    None has nowhere to come from) and each new token is the argmax of its logits. Returns
+    ``(tokens, logits)``."""
+    given = []
+
+    def recorded(*args, **kwargs):
+        import inspect
+
+        try:
+            given.append(inspect.signature(sample_next).bind(*args, **kwargs).arguments.get("rng"))
+        except (TypeError, ValueError):
+            pass
+        return sample_next(*args, **kwargs)
+
+    space = getattr(generate, "__globals__", {})
+    saved = space.get("sample_next")
+    none_passed_on = CheckFailed("Called with rng=None, generate handed None on to sample_next: make a generator "
+                                 "first (rng = np.random.default_rng() when rng is None), as the exercise asks.")
+    try:
+        if saved is not None:
+            space["sample_next"] = recorded
+        result = call(generate, params, prompt, n_new, 1.0, 1, None)
+    except CheckFailed:
+        if any(rng is None for rng in given):
+            raise none_passed_on from None
+        raise
+    finally:
+        if saved is not None:
+            space["sample_next"] = saved
+    if any(rng is None for rng in given):
+        raise none_passed_on
+    tokens, logits = check_returns("generate", result, ("tokens", "logits"))
+    problem = tokens_problem(tokens, np.asarray(prompt), n_new)
+    if problem:
+        raise CheckFailed(problem)
+    if not np.array_equal(tokens[len(prompt):], np.asarray(logits).argmax(axis=-1)):
+        raise CheckFailed("with top_k = 1 each new token should be the argmax of its logits: pass top_k on to sample_next.")
+    print("✓ with top_k = 1 and rng = None (generate makes its own generator) every new token is the argmax of its logits")
+    return tokens, logits
+
+
 class _counting_rows:
     """While ``generate`` runs, the token rows it hands each function of ``ROWS_PER_TOKEN`` (its
     first argument, everything but the last axis), as ``{name: rows in all}``."""

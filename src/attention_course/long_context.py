@@ -142,6 +142,10 @@ def tiled_attention_mistakes(Q, K, V, block_size, causal=False):
         mistakes.append(("the last, partial block of keys is skipped (the loop stops at the last "
                          "full block: use stop = min(start + block_size, T))",
                          attend(Q, K[..., :full_blocks, :], V[..., :full_blocks, :], cut)))
+    reached = min(-(-T_q // block_size) * block_size, T_k)           # key blocks up to the last query's block
+    if not causal and reached < T_k:
+        mistakes.append(("the loop over keys stops at T_q, the number of queries: the keys run to T_k = K.shape[-2]",
+                         attend(Q, K[..., :reached, :], V[..., :reached, :])))
     if (T_q // block_size) * block_size < T_q:
         rows_missing = right.copy()
         rows_missing[..., (T_q // block_size) * block_size:, :] = 0.0

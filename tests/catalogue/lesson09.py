@@ -477,6 +477,12 @@ def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
     },
 }
 
+# rng handed on as it came: None when the caller gave none.
+WRONG["generate"]["rng_none_handed_on"] = _cached_generate().replace(
+    "    rng = np.random.default_rng() if rng is None else rng\n", "", 1)
+# The tokens returned as the Python list they were collected in.
+WRONG["generate"]["tokens_returned_as_a_list"] = _cached_generate().replace(
+    "return np.array(tokens), np.array(rows)", "return tokens, np.array(rows)")
 # A cache, but the layer norms written out inline instead of calling layer_norm.
 WRONG["generate"]["layer_norm_inlined_in_generate"] = _cached_generate().replace(
     "def generate(", """def _normalise(x, gamma, beta, eps=1e-5):
@@ -547,6 +553,8 @@ DIAGNOSES = {
         "head_width_from_d_model": ("√(d / n_heads)",),
         "recomputes_every_token_without_cache": ("reruns the tokens already processed",),
         "layer_norm_inlined_in_generate": ("use your layer_norm for every layer norm",),
+        "rng_none_handed_on": ("handed none on to sample_next",),
+        "tokens_returned_as_a_list": ("tokens should be an integer array",),
     },
 }
 
@@ -607,6 +615,10 @@ REQUIREMENTS = {
     "generate": [
         ("never rerun the tokens already processed", _GEN_FIRST, "recomputes_every_token_without_cache"),
         ("Use your `layer_norm` for every layer norm", _GEN_FIRST, "layer_norm_inlined_in_generate"),
+        ("make `rng = np.random.default_rng()` when it is `None`", "2 layers: a prompt of 3 tokens, 4 new tokens, "
+         "top_k = 1 and rng = None (greedy: generate makes its own generator)", "rng_none_handed_on"),
+        ("`tokens` the prompt followed by `n_new` new token ids (an integer\narray)", _GEN_FIRST,
+         "tokens_returned_as_a_list"),
         ("Positions count from 0 at the first prompt\ntoken", _GEN_FIRST, "position_off_by_one"),
         ("The prompt is fed in the same way, one\ntoken at a time, to fill the caches", _GEN_FIRST,
          "prompt_without_causal_mask"),

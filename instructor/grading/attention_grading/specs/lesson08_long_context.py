@@ -107,7 +107,7 @@ def tiled_cases(g):
 
 def _tiled_variant(Q, K, V, block_size=64, causal=False, *, scale="sqrt_dk", shift=True,
                    rescale_sum=True, rescale_acc=True, drop_last_keys=False,
-                   drop_last_queries=False, causal_by="position", first_max=-np.inf):
+                   drop_last_queries=False, causal_by="position", first_max=-np.inf, keys_to_T_q=False):
     """Tiled attention over key blocks with one mistake switched on (all rows at once)."""
     Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
     T_q, T_k, d_k, d_v = Q.shape[-2], K.shape[-2], K.shape[-1], V.shape[-1]
@@ -118,7 +118,7 @@ def _tiled_variant(Q, K, V, block_size=64, causal=False, *, scale="sqrt_dk", shi
     l = np.zeros(batch + (T_q, 1))                                 # (..., T_q, 1)
     acc = np.zeros(batch + (T_q, d_v))                             # (..., T_q, d_v)
     i = np.arange(T_q)[:, None]                                    # (T_q, 1)
-    stop_at = T_k - B + 1 if drop_last_keys else T_k
+    stop_at = T_k - B + 1 if drop_last_keys else min(T_q, T_k) if keys_to_T_q else T_k
     for start in range(0, max(stop_at, 0), B):
         stop = min(start + B, T_k)
         s = Q @ np.swapaxes(K[..., start:stop, :], -1, -2) * factor    # (..., T_q, b)
@@ -183,6 +183,8 @@ BUGS = (
     Bug("the scores are divided by √d_v instead of √d_k (d_k = K.shape[-1])", _bug(scale="sqrt_dv")),
     Bug("each block's softmax is normalised on its own and the blocks' reads are averaged, instead of "
         "keeping one running max and one running sum across blocks", _per_block_softmax_averaged),
+    Bug("the loop over keys stops at T_q, the number of queries: the keys run to T_k = K.shape[-2]",
+        _bug(keys_to_T_q=True)),
     Bug("the running max starts at 0 instead of −∞: a query whose every score lies below about −745 gets "
         "exp() = 0 for every key, and 0 / 0 is NaN", _bug(first_max=0.0)),
 )

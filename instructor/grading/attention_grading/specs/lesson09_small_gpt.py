@@ -442,6 +442,8 @@ def generate_cases(g):
              (one, prompt(3), 7), {"temperature": 1.8, "top_k": None, "rng": _rng(g)}),
         Case("2 layers: a prompt of 6 tokens, 1 new token (the prompt alone fills the cache)",
              (two, prompt(6), 1), {"temperature": 1.0, "top_k": None, "rng": _rng(g)}),
+        Case("2 layers: a prompt of 3 tokens, 4 new tokens, top_k = 1 and rng = None (greedy: generate makes "
+             "its own generator)", (two, prompt(3), 4), {"temperature": 1.0, "top_k": 1, "rng": None}),
     ]
 
 
@@ -591,13 +593,15 @@ def judge_passing_on(R, case, calls):
     problem = mistake.rows_problem(rows, len(params["blocks"]), len(prompt) + int(n_new))
     if problem:
         return problem
-    state = kernel_probe.generator_state(case.kwargs["rng"])
+    # rng None: generate makes its own generator, whose first state the grader cannot know; it must
+    # then be the one generator every draw moves on.
+    state = kernel_probe.generator_state(case.kwargs["rng"]) if case.kwargs["rng"] is not None else None
     draws = []
     for name, given in calls:
         if name != "sample_next":
             continue
         rng = given.get("rng")
-        chained = isinstance(rng, dict) and rng.get("before") == state
+        chained = isinstance(rng, dict) and "before" in rng and (state is None or rng["before"] == state)
         if isinstance(rng, dict) and "after" in rng:
             state = rng["after"]
         draws.append((given.get("temperature") == case.kwargs["temperature"], given.get("top_k") == case.kwargs["top_k"],
