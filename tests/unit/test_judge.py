@@ -226,6 +226,7 @@ def test_tiled_key_blocks_are_judged_on_the_memory_of_a_query_that_meets_all_its
                                     row.split(" MB ", 1)[1].split(";")[0])
     assert "raised ValueError" in lesson08.judge_key_blocks(call, {"raised": "ValueError: no"})
     assert "differs from attention" in verdict(base, O + 1e-6)
+    assert "differs from attention" in verdict(base, np.where(np.arange(T_q)[:, None] == 0, np.nan, O))
     assert "could not measure" in verdict(None)
     monkeypatch.setattr(lesson08, "_spot_error", lambda *args: 0.0)
     monkeypatch.setattr(lesson08, "judge_key_blocks", lambda call, result: "key blocks")

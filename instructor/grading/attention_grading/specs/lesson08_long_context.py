@@ -241,8 +241,11 @@ def _attention_error(Q, K, V, O, chunk=8):
     for start in range(0, Q.shape[0], chunk):
         s = Q[start:start + chunk] @ K.T / np.sqrt(K.shape[-1])       # (chunk, T_q, T_k)
         w = np.exp(s - s.max(axis=-1, keepdims=True))
-        worst = max(worst, float(np.abs(O[start:start + chunk] - (w / w.sum(axis=-1, keepdims=True)) @ V).max()))
-    return worst if np.isfinite(worst) else float("inf")
+        error = float(np.abs(O[start:start + chunk] - (w / w.sum(axis=-1, keepdims=True)) @ V).max())
+        if not np.isfinite(error):                                    # NaN would compare as no error at all
+            return float("inf")
+        worst = max(worst, error)
+    return worst
 
 
 def judge_key_blocks(call, result):
