@@ -243,6 +243,13 @@ CLAIMS = {
          "for a, b in zip(lengths, lengths[1:]))"),
         ("one and two blocks beat the counting baselines by a wide margin",
          "all(h['val'][-1] / np.log(2) < baselines['bigram counts'] - 0.3 for h in histories.values())"),
+        ("its first scene and the first lines of the second close the training set",
+         "text.index('SCENE 1', tempest) < text.index('SCENE 2', tempest) < len(train_ids) < "
+         "text.index('SCENE 2', tempest) + 500 and len(val_ids) == len(text) - len(train_ids)"),
+        ("The heads of\nthe first block stay close to the reading character: they look back a character or two on\n"
+         "average and put much of their weight on the previous character",
+         "max(looks_back[0]) < 2.5 and min(on_previous[0]) > 0.25"),
+        ("The heads of\nthe second block look further back", "min(looks_back[1]) > max(looks_back[0])"),
     ],
 }
 
@@ -477,20 +484,7 @@ def test_no_number_read_with_a_vowel_follows_a(lesson, executed):
     assert not wrong, wrong
 
 
-#: Check cells known to show a value, fixed beside this (issue 38): strict, so the mark goes when they are.
-SHOWS_A_VALUE = {"09_small_gpt": "sample_next's check ends on an expression that shows the draws' counts"}
-
-
-def _unless_known(value):
-    """A lesson parameter, marked strict xfail when ``SHOWS_A_VALUE`` lists it."""
-    lesson = getattr(value, "values", (value,))[0]
-    if lesson not in SHOWS_A_VALUE:
-        return value
-    marks = [*getattr(value, "marks", ()), pytest.mark.xfail(reason=SHOWS_A_VALUE[lesson], strict=True)]
-    return pytest.param(lesson, marks=marks)
-
-
-@pytest.mark.parametrize("lesson", [_unless_known(value) for value in LESSONS])
+@pytest.mark.parametrize("lesson", LESSONS)
 def test_no_check_cell_shows_a_value(lesson, executed):
     """A locked cell (setup, provided code, visible checks) whose last line evaluates to a value would
     show it under the check (an ``execute_result``, such as a stray ``array([4000, 0, ...])``): none

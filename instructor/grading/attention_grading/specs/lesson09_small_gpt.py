@@ -465,6 +465,8 @@ def generate_cases(g):
              (one, prompt(3), 7), {"temperature": 1.8, "top_k": None, "rng": _rng(g)}),
         Case("2 layers: a prompt of 6 tokens, 1 new token (the prompt alone fills the cache)",
              (two, prompt(6), 1), {"temperature": 1.0, "top_k": None, "rng": _rng(g)}),
+        Case("2 layers: a prompt of 3 tokens, 4 new tokens, top_k = 1 and rng = None (greedy: generate makes "
+             "its own generator)", (two, prompt(3), 4), {"temperature": 1.0, "top_k": 1, "rng": None}),
     ]
 
 
@@ -600,15 +602,29 @@ def _judge_generate(R, case, mine):
 
 
 def judge_passing_on(R, case, calls):
-    """Each new token drawn by one call of sample_next given the case's temperature, top_k and rng
-    (the state the previous draw left it in), as the grader saw the stand-in's calls."""
-    state = kernel_probe.generator_state(case.kwargs["rng"])
+    """Each token through each block once (the token rows handed to layer_norm and the lent
+    functions, by the shapes the grader saw: a generate without a cache reruns them), and each new
+    token drawn by one call of sample_next given the case's temperature, top_k and rng (the state
+    the previous draw left it in), as the grader saw the stand-in's calls."""
+    params, prompt, n_new = case.args
+    rows = {}
+    for name, given in calls:
+        if name in mistake.ROWS_PER_TOKEN:
+            value = given.get("x", given.get("X"))
+            rows[name] = rows.get(name, 0) + (mistake.token_rows(value["shape"]) if isinstance(value, dict)
+                                              and "shape" in value else 1)
+    problem = mistake.rows_problem(rows, len(params["blocks"]), len(prompt) + int(n_new))
+    if problem:
+        return problem
+    # rng None: generate makes its own generator, whose first state the grader cannot know; it must
+    # then be the one generator every draw moves on.
+    state = kernel_probe.generator_state(case.kwargs["rng"]) if case.kwargs["rng"] is not None else None
     draws = []
     for name, given in calls:
         if name != "sample_next":
             continue
         rng = given.get("rng")
-        chained = isinstance(rng, dict) and rng.get("before") == state
+        chained = isinstance(rng, dict) and "before" in rng and (state is None or rng["before"] == state)
         if isinstance(rng, dict) and "after" in rng:
             state = rng["after"]
         draws.append((given.get("temperature") == case.kwargs["temperature"], given.get("top_k") == case.kwargs["top_k"],
