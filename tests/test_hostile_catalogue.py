@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 
 import background
@@ -84,7 +85,8 @@ def traces():
 
 
 CORRECT = "solution"            # the correct learner graded beside every attack (of each lesson)
-FEEDBACK_READERS = ("print_everything_into_feedback", "script_in_output", "script_in_answer", "grader_secrets")
+FEEDBACK_READERS = ("print_everything_into_feedback", "script_in_output", "script_in_answer", "grader_secrets",
+                    "carry_cases_to_the_next_attempt", "carry_cases_across_lessons", "hidden_inputs_in_exceptions")
 
 
 def write_attacks(root, names):
@@ -114,9 +116,54 @@ def write_attacks(root, names):
             (folder / path).parent.mkdir(parents=True, exist_ok=True)
             (folder / path).write_text(content)
     course_secret(root)           # the course's own state, made before grading as a first run does
-    return {"listener": listener, "root": root, "attacks": list(names), "lessons": lessons,
+    return {"listener": listener, "root": root, "attacks": list(names), "lessons": lessons, "fill": context,
             "before": {tree: tree_hash(root / tree) for tree in COURSE_TREES},
             "environment_before": {folder: metadata_snapshot(folder) for folder in WATCHED}}
+
+
+def _shown(root, student, lesson):
+    """What a learner can read of a graded submission: its autograded notebook (the outputs its
+    feedback shows) and its feedback page, if one was made."""
+    texts = []
+    for path in (root / "autograded" / student / lesson / f"{lesson}.ipynb",
+                 root / "feedback" / student / lesson / f"{lesson}.html"):
+        if path.is_file():
+            texts.append(path.read_text(errors="replace"))
+    return "\n".join(texts)
+
+
+def hand_in_next_attempts(context):
+    """Once the first grading is over: the next attempt of every attack that makes one, handed in
+    as its learner would (the same notebook, files added beside it, made from what the first
+    attempt showed and from that attempt's cases), and its submission to a companion lesson.
+    Returns {student: lessons to grade again} and keeps what the first attempts showed in the
+    context."""
+    root, again = context["root"], {}
+    context["first_attempts"] = {}
+    for name in context["attacks"]:
+        attack = catalogue.ATTACKS[name]
+        if attack.resubmit is None:
+            continue
+        student = f"attack_{name}"
+        shown = _shown(root, student, attack.lesson)
+        context["first_attempts"][name] = {attack.lesson: shown}
+        namespace = catalogue.attack_namespace(name, context["fill"])
+        for path, content in attack.resubmit(root, student, namespace, shown):
+            (root / "submitted" / student / attack.lesson / path).write_text(content)
+        again[student] = [attack.lesson]
+        if attack.companion:
+            lesson = attack.companion[0]
+            answer = solved(ROOT / "notebooks" / lesson / f"{lesson}.ipynb",
+                            ROOT / "solutions" / lesson / f"{lesson}.ipynb")
+            folder = root / "submitted" / student / lesson
+            folder.mkdir(parents=True)
+            nbformat.write(catalogue.build_companion(answer, name, context["fill"]), folder / f"{lesson}.ipynb")
+            for path, content in attack.companion[3](root, student, namespace):
+                (folder / path).write_text(content)
+            again[student].append(lesson)
+    # The learner changed their submission: what grading must leave untouched is it as it is now.
+    context["before"]["submitted"] = tree_hash(root / "submitted")
+    return again
 
 
 def _scores(root, lessons):
@@ -132,6 +179,10 @@ def inspect(context, run, again=None):
     time.sleep(2)                      # what a detached process would do after the run
     grades_csv = root / "grades.csv"
     return {"run": run, "root": root, "attacks": context["attacks"], "lessons": context["lessons"],
+            "first_attempts": context.get("first_attempts", {}), "fill": context["fill"],
+            "companions": {name: _shown(root, f"attack_{name}", catalogue.ATTACKS[name].companion[0])
+                           for name in context["attacks"] if catalogue.ATTACKS[name].companion},
+            "resubmitted": context.get("resubmitted"),
             "after": {tree: tree_hash(root / tree) for tree in COURSE_TREES},
             "before": context["before"],
             "environment_changed": {folder: snapshot_changes(state, metadata_snapshot(folder))
@@ -153,6 +204,12 @@ def after_make_grade(context, run):
     """The ``make grade`` half (called by tests/lesson_grading.py's catalogue run, which grades
     the attacks, and their feedback, with everything else): a later run, then the snapshot."""
     root = context["root"]
+    next_attempts = hand_in_next_attempts(context)
+    if next_attempts:
+        lessons = sorted({lesson for lessons in next_attempts.values() for lesson in lessons})
+        context["resubmitted"] = run_grade(root, *[a for l in lessons for a in ("--lesson", l)],
+                                           *[a for s in next_attempts for a in ("--student", s)], "--no-report",
+                                           timeout=900)
     again = run_grade(root, "--lesson", LESSON, "--student", CORRECT, "--force", "--no-report",
                       "--no-feedback", timeout=300)
     results = inspect(context, run, (again, grade_table(f"sqlite:///{root / 'gradebook.db'}")))
@@ -178,6 +235,11 @@ def grade_with_nbgrader(folder):
         env={**os.environ, "ATTENTION_TEST_SECRET": SECRET,
              "PATH": f"{Path(os.sys.executable).parent}:{os.environ['PATH']}"},
         capture_output=True, text=True, timeout=HANG_GUARD) for lesson in catalogue.LESSONS]
+    for student, lessons in hand_in_next_attempts(context).items():
+        runs += [subprocess.run(
+            [os.sys.executable, "-m", "nbgrader", "autograde", lesson, "--student", student, "--force"], cwd=root,
+            env={**os.environ, "PATH": f"{Path(os.sys.executable).parent}:{os.environ['PATH']}"},
+            capture_output=True, text=True, timeout=HANG_GUARD) for lesson in lessons]
     run = subprocess.CompletedProcess(runs[0].args, max(r.returncode for r in runs),
                                       "".join(r.stdout for r in runs), "".join(r.stderr for r in runs))
     results = inspect(context, run)
@@ -210,7 +272,9 @@ def _points(scores, student, exercise_tests, lesson=LESSON):
 
 
 TESTS = {"softmax": ["softmax_matches_reference"], "contextualize": ["contextualize_matches_reference"],
-         "tiled_attention": ["tiled_attention_matches_reference"]}
+         "tiled_attention": ["tiled_attention_matches_reference"],
+         "multi_head_attention": ["multi_head_attention_matches_reference"],
+         "generate": ["generate_matches_reference"]}
 # The plain-nbgrader half runs in the full tier (``pytest --full``).
 WAYS = ["make grade", pytest.param("nbgrader autograde", marks=pytest.mark.full)]
 OUTPUT_CAP_BYTES = (8 << 20) + (2 << 20)   # GuardedExecute.max_notebook_output_bytes, and the lesson itself
@@ -276,10 +340,15 @@ def test_the_correct_learner_keeps_full_marks_and_grading_finishes(hostile, way)
     in the same run as the attacks, score every autograded point; the run ended."""
     run = hostile["run"]
     assert run.returncode in (0, 1), run.stdout[-3000:] + run.stderr[-3000:]
-    correct = _points(hostile["scores"], CORRECT, TESTS["softmax"] + TESTS["contextualize"])
-    if catalogue.MEASURED_LESSON in hostile["lessons"]:
-        correct.update(_points(hostile["scores"], CORRECT, TESTS["tiled_attention"], catalogue.MEASURED_LESSON))
-    assert all(v == (3.0, False) for v in correct.values()), (correct, run.stdout[-3000:])
+    correct = {}
+    for lesson in hostile["lessons"]:
+        maxima = _maxima(hostile["root"], lesson)
+        autograded = [gid for gid in maxima if hostile["scores"].get((CORRECT, lesson, gid), (None, True))[1] is False]
+        assert autograded, (lesson, "the correct learner was not graded")
+        correct.update({(lesson, gid): (hostile["scores"][CORRECT, lesson, gid], maxima[gid]) for gid in autograded})
+    assert all(score == (points, False) for score, points in correct.values()), (correct, run.stdout[-3000:])
+    if hostile["resubmitted"] is not None:
+        assert hostile["resubmitted"].returncode in (0, 1), hostile["resubmitted"].stdout[-3000:]
 
 
 @pytest.mark.parametrize("way", WAYS)
@@ -435,3 +504,152 @@ def test_a_crash_is_named_and_costs_its_exercise_only(hostile, way):
     assert notes["crashed_cells"] or any(v["kind"] == "crashed" for v in notes["verdicts"].values()), notes
     assert _points(hostile["scores"], "attack_segfault", TESTS["contextualize"]) == \
         {"contextualize_matches_reference": (3.0, False)}
+
+
+# ---------------------------------------------------------------- cases, attempts, cells, text (issue 37)
+
+RESUBMITTED = [name for name in ATTACKS if catalogue.ATTACKS[name].resubmit is not None]
+LEAKING = [name for name in ATTACKS if catalogue.ATTACKS[name].leaks]
+
+
+def _params(names):
+    return [pytest.param(name, marks=tier_marks(name)) for name in names]
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("attack", _params(RESUBMITTED))
+def test_a_case_carried_to_the_next_attempt_earns_nothing(hostile, attack, way):
+    """The learner hands in the same notebook again with a file answering every hidden case its first
+    attempt drew (what its feedback showed, and what mining that attempt completely would give):
+    a new attempt, which draws new cases, so the function it never wrote earns nothing. The first
+    attempt's feedback showed none of the answers a stand-in gave inside the kernel."""
+    from attention_grading.attempts import AttemptLedger
+
+    root, spec = hostile["root"], catalogue.ATTACKS[attack]
+    student = f"attack_{attack}"
+    attempts = AttemptLedger(root).attempts(student, spec.lesson)
+    assert [a.number for a in attempts] == [1, 2] and attempts[0].digest != attempts[1].digest, attempts
+    handed_in = json.loads((root / "submitted" / student / spec.lesson / "answers.json").read_text())
+    keys = catalogue.attack_namespace(attack, hostile["fill"])["_key"]
+    first = [keys(*values) for values, _ in catalogue.drawn_cases(root, student, spec.lesson, spec.target, 1)]
+    second = [keys(*values) for values, _ in catalogue.drawn_cases(root, student, spec.lesson, spec.target, 2)]
+    assert first and all(key in handed_in for key in first), "the file does not answer the first attempt's cases"
+    assert not set(second) & set(handed_in), "the second attempt drew a case of the first"
+    assert _points(hostile["scores"], student, TESTS[spec.target], spec.lesson) == \
+        {gid: (0.0, False) for gid in TESTS[spec.target]}
+    shown = [*hostile["first_attempts"][attack].values()] + (
+        [hostile["companions"][attack]] if attack in hostile["companions"] else [])
+    for text in shown:              # what its feedback showed (lesson 09's: the lent answers it asked for)
+        assert "LEAKED {}" in text, text[-2000:]
+        assert not catalogue.leaked(text), list(catalogue.leaked(text))[:3]
+
+
+def _hidden_values(root, student, lesson, function):
+    """The numbers of the hidden inputs an attempt drew, as text a leak would print them in."""
+    values = set()
+    for arguments, _ in catalogue.drawn_cases(root, student, lesson, function, 1):
+        for value in arguments:
+            if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+                for number in value.ravel()[:40]:
+                    if np.isfinite(number) and abs(number) > 1e-3 and number != round(number):
+                        values |= {repr(float(number)), f"{number:.6f}"}
+    return values
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("attack", _params(LEAKING))
+def test_no_hidden_input_reaches_what_the_learner_sees(hostile, attack, way):
+    """Whatever the attack printed, raised, warned or wrote while its hidden test ran, no number of
+    that test's hidden inputs is in its autograded notebook or its feedback (first attempt); an
+    exception it raised is still named in the verdict."""
+    root, spec = hostile["root"], catalogue.ATTACKS[attack]
+    student = f"attack_{attack}"
+    shown = hostile["first_attempts"].get(attack) or {spec.lesson: _shown(root, student, spec.lesson)}
+    hidden = _hidden_values(root, student, spec.lesson, spec.target)
+    assert hidden
+    for lesson, text in shown.items():
+        found = sorted(value for value in hidden if value in text)
+        assert not found, (attack, lesson, found[:5])
+    if attack == "hidden_inputs_in_exceptions":
+        verdicts = json.loads((root / "autograded" / student / LESSON / "grading-notes.json").read_text())["verdicts"]
+        message = verdicts["softmax_matches_reference"]["message"]
+        assert "raised" in message or "KeyboardInterrupt" in message, message
+
+
+HOOK_ATTACKS = {"hook_kills_the_kernel_at_a_test_cell": "softmax_matches_reference",
+                "hook_kills_the_kernel_before_a_test_cell": None}
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("attack", _params(HOOK_ATTACKS))
+def test_every_graded_cell_stays_with_a_score(hostile, attack, way):
+    """A learner's hook kills the kernel at softmax's test cell, or just before it: every graded
+    cell of the lesson is still in the autograded notebook, every test has a score (0 where the
+    kernel died, full marks for the correct answer tested in a fresh kernel), none awaits manual
+    grading, and the notes name the cell that was running."""
+    from attention_grading.cells import grade_id
+
+    root = hostile["root"]
+    student = f"attack_{attack}"
+    path = _autograded(root, attack)
+    present = {grade_id(c) for c in nbformat.read(path, as_version=4).cells}
+    assert set(_maxima(root, LESSON)) <= present, set(_maxima(root, LESSON)) - present
+    tests = TESTS["softmax"] + TESTS["contextualize"]
+    scores = _points(hostile["scores"], student, tests)
+    assert all(v is not None and v[0] is not None and not v[1] for v in scores.values()), scores
+    crashed = json.loads((path.parent / "grading-notes.json").read_text())["crashed_cells"]
+    if HOOK_ATTACKS[attack]:
+        assert [c["grade_id"] for c in crashed][:1] == [HOOK_ATTACKS[attack]], crashed
+        assert scores["softmax_matches_reference"] == (0.0, False)
+    else:
+        assert crashed and crashed[0]["starts_with"] == catalogue.SCRATCH_CELL, crashed
+        assert scores["softmax_matches_reference"] == (3.0, False)
+    assert scores["contextualize_matches_reference"] == (3.0, False)
+
+
+@reading("text_any_json_holds")
+@pytest.mark.parametrize("way", WAYS)
+def test_any_text_a_notebook_holds_is_graded(hostile, way):
+    """Lone surrogates and control characters, in code, prose, written answers, metadata and
+    outputs: the submission is graded (not failed); softmax, whose only odd text is in a comment,
+    keeps its points, contextualize, whose code holds a NUL, scores 0; every surrogate kept became
+    U+FFFD."""
+    root = hostile["root"]
+    scores = _points(hostile["scores"], "attack_text_any_json_holds", TESTS["softmax"] + TESTS["contextualize"])
+    assert scores == {"softmax_matches_reference": (3.0, False), "contextualize_matches_reference": (0.0, False)}
+    nb = json.loads(_autograded(root, "text_any_json_holds").read_text())
+    strings = _strings(nb)
+    assert not [t for t in strings if re.search("[\ud800-\udfff]", t)]
+    assert any("\ufffd" in t for t in strings)
+    outputs = json.dumps([c.get("outputs", []) for c in nb["cells"]], ensure_ascii=False)
+    assert "printed \ufffd" in outputs and "shown \ufffd" in outputs, outputs[-2000:]
+
+
+def _strings(value):
+    """Every string of a JSON value, keys included."""
+    found, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, dict):
+            found += list(item)
+            stack += list(item.values())
+        elif isinstance(item, list):
+            stack += item
+    return found
+
+
+@reading("stand_in_asked_for_huge_answers")
+@pytest.mark.parametrize("way", WAYS)
+def test_a_stand_in_asked_for_more_than_its_test_needs_is_refused_by_name(hostile, way):
+    """generate asks the lent positional_encoding for 4096 × 4096 tables again and again: each
+    call is refused by the test's own bounds, the verdict names the call (not a grader limit), and
+    the correct learner of the lesson keeps full marks (above)."""
+    root = hostile["root"]
+    notes = json.loads((root / "autograded" / "attack_stand_in_asked_for_huge_answers" / "09_small_gpt" /
+                        "grading-notes.json").read_text())
+    message = notes["verdicts"]["generate_matches_reference"]["message"]
+    assert "your generate called positional_encoding with `T` larger than" in message, message
+    assert _points(hostile["scores"], "attack_stand_in_asked_for_huge_answers", ["generate_matches_reference"],
+                   "09_small_gpt") == {"generate_matches_reference": (0.0, False)}
