@@ -50,9 +50,9 @@ from .recovery import KernelRecovery
 from .results import CRASHED, NOT_RUN, RAISED, RAN, REFUSED, TIMEOUT, Flag, NotebookNotes, Verdict
 
 NOTES_KEY = "attention_grading"
-# Run in the kernel after the visible part of a hidden-test cell: which functions the notebook's
-# names stand for there, so that its test (after the last cell) calls those. A learner can change
-# what it keeps only to choose among functions of their own.
+# Run in the kernel right after the visible part of a hidden-test cell (a request of its own, silent):
+# which functions the notebook's names stand for there, so that its test (after the last cell)
+# calls those. A learner can change what it keeps only to choose among functions of their own.
 KEPT = "__attention_kept__"
 REMEMBER = """
 try:
@@ -390,11 +390,13 @@ class GuardedExecute(KernelRecovery, FreshKernelMeasurement, OwnTimeLimits, Exec
         the test itself runs after the notebook's last cell (``_hidden_tests_after_the_last_cell``)."""
         name = self._plan.hidden[index]
         original = cell.source
-        cell.source = split_hidden(original)[0] + "\n" + self._remember(index)
+        cell.source = split_hidden(original)[0]
         try:
             cell, resources = self._run_cell(cell, resources, index)
         finally:
             cell.source = original
+        if self._failed(index) is None:
+            self._keep_functions(cell, index)
         failed = self._failed(index)
         if failed is not None:
             self._record(cell, Verdict(name, False, f"the visible part of this test cell failed: {failed}",
@@ -404,6 +406,25 @@ class GuardedExecute(KernelRecovery, FreshKernelMeasurement, OwnTimeLimits, Exec
             self._kept.add(index)
             self._hidden_order.append((index, name, True))
         return cell, resources
+
+    def _keep_functions(self, cell, index):
+        """Remember, in the kernel, the functions the test of cell ``index`` is to call; a kernel
+        that dies or hangs doing so has done it at this cell (it is replaced, the test fails)."""
+        self._replies.pop(index, None)
+        try:
+            reply = self.wait_for_reply(self.kc.execute(self._remember(index), silent=True, store_history=False,
+                                                        allow_stdin=False))
+        except DeadKernelError:
+            reply = None
+            self._crash(cell, index)
+        except Exception:             # a message the client cannot read
+            reply = None
+            self._notes.flags.append(vars(Flag("the kernel broke the messaging protocol", index, grade_id(cell))))
+            self._crash(cell, index)
+        else:
+            if reply is None:
+                self._hang(cell, index)
+        self._replies[index] = (reply or {}).get("content") or {}
 
     def _hidden_tests_after_the_last_cell(self):
         """Every hidden test whose visible part ran, in the notebook's order, once no cell of the
