@@ -1128,22 +1128,28 @@ ATTACKS.update({
                                     "multi_head_attention": UNWRITTEN_MHA}, _print_at_the_end,
                    _lesson06_inputs_for_lesson09),
         full_only="test_hostile_catalogue.py::test_a_case_carried_to_the_next_attempt_earns_nothing"),
-    "hidden_inputs_in_exceptions": Attack("softmax", "carry its hidden inputs out in exception messages (an "
-                                          "escaping KeyboardInterrupt too), warnings, and writes to fd 1 and 2 "
-                                          "while its test runs", '''
+    "hidden_inputs_in_exceptions": Attack("softmax", "carry its hidden inputs out in an exception's type and "
+                                          "message, an escaping KeyboardInterrupt, warnings, writes to fd 1 and "
+                                          "2 and its kernel's log (then it crashes) while its tests run", '''
 import os, warnings
+def _said(x):
+    return " ".join(repr(float(v)) for v in np.ravel(np.asarray(x, dtype=float))[:24])
+
 def softmax(x, axis=-1):
-    x = np.asarray(x, dtype=float)
-    values = " ".join(repr(float(v)) for v in x.ravel()[:24])
-    os.write(1, ("{marker} fd1 " + values + "\\n").encode())
-    os.write(2, ("{marker} fd2 " + values + "\\n").encode())
+    values = _said(x)
     print("{marker} print", values)
     warnings.warn("{marker} warned " + values, RuntimeWarning)
-    if x.ndim == 1:
+    if np.ndim(x) == 1:
         raise KeyboardInterrupt("{marker} interrupted " + values)      # escapes the probe's except
     raise type("Leak_" + values.replace(" ", "_").replace(".", "p").replace("-", "m")[:60], (ValueError,), {{}})(
         "{marker} raised " + values)
-''', leaks=True),
+''', second=("contextualize", '''
+def contextualize(X):
+    values = _said(X)
+    os.write(1, ("{marker} fd1 " + values + "\\n").encode())
+    os.write(2, ("{marker} fd2 " + values + "\\n").encode())
+    os._exit(3)                        # its kernel's log goes to the grader's notes
+'''), wrong=("contextualize",), leaks=True),
 })
 
 

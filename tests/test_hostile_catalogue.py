@@ -566,15 +566,19 @@ def test_no_hidden_input_reaches_what_the_learner_sees(hostile, attack, way):
     root, spec = hostile["root"], catalogue.ATTACKS[attack]
     student = f"attack_{attack}"
     shown = hostile["first_attempts"].get(attack) or {spec.lesson: _shown(root, student, spec.lesson)}
-    hidden = _hidden_values(root, student, spec.lesson, spec.target)
+    hidden = set().union(*(_hidden_values(root, student, spec.lesson, f) for f in spec.exercises))
     assert hidden
     for lesson, text in shown.items():
         found = sorted(value for value in hidden if value in text)
         assert not found, (attack, lesson, found[:5])
     if attack == "hidden_inputs_in_exceptions":
-        verdicts = json.loads((root / "autograded" / student / LESSON / "grading-notes.json").read_text())["verdicts"]
-        message = verdicts["softmax_matches_reference"]["message"]
-        assert "raised" in message or "KeyboardInterrupt" in message, message
+        notes = json.loads((root / "autograded" / student / LESSON / "grading-notes.json").read_text())
+        message = notes["verdicts"]["softmax_matches_reference"]["message"]
+        assert "KeyboardInterrupt: " in message and "interrupted …" in message, message
+        logged = [line for line in notes["kernel_log"].splitlines() if len(line.strip()) > 20]
+        for text in shown.values():       # the kernel's log and the grader's notes stay the instructor's
+            assert not [line for line in logged if line in text], logged[:3]
+            assert not re.search(rf"{catalogue.PREFIX}{attack} fd[12] [-0-9]", text)    # its code says "fd2 " + ...
 
 
 HOOK_ATTACKS = {"hook_kills_the_kernel_at_a_test_cell": "softmax_matches_reference",
