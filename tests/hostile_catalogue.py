@@ -12,7 +12,10 @@ worked.
 
 ``tests/test_hostile_catalogue.py`` grades them all (the full tier), beside a correct learner, with
 ``make grade`` and with plain ``nbgrader autograde``; the quick tier grades ``selected(full=False)``
-with ``make grade``.
+with ``make grade``. An attack may make a second attempt once its first is graded (``resubmit``),
+and hand in a notebook of another lesson with it (``companion``); to build the answers such an
+attempt hands in, the tests draw the first attempt's cases as the grader did (``drawn_cases``: the
+course's secret and attempts ledger), what a learner who mined that attempt completely would know.
 """
 
 import json

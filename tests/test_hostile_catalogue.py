@@ -15,7 +15,12 @@ autograde`` (the course's nbgrader_config.py, one notebook at a time). For each 
   UNIX stream, UNIX datagram or ZeroMQ server the test runs), no attack reports that anything it
   tried worked, no script survives in an autograded notebook, no reference code in the
   attacker's feedback, and the autograded notebooks stay within the output caps;
-- grading finishes, and a later run grades a correct learner as before.
+- grading finishes, and a later run grades a correct learner as before;
+- an attack that makes a second attempt (``Attack.resubmit``: the same notebook, a file of
+  answers beside it) hands it in once the first is graded, both ways, and is graded again: it
+  gains nothing either, and nothing its first attempt showed carries a hidden case;
+- every graded cell stays, with a score, whatever a learner's hook does to the kernel; any text
+  a notebook's JSON can hold is graded; a stand-in asked for more than its test needs is refused.
 
 Both runs start in the background when the tests are collected (tests/background.py).
 """
