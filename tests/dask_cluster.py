@@ -6,15 +6,16 @@ The workers run from a folder of their own with no ``PYTHONPATH``: they have the
 environment and nothing of this repository, as on a cluster's machines. With ``tls`` (a folder of
 certificates made by ``make cluster-certs``, ``attention_grading.cluster_tls``) every process is
 started as the README says, with its role's certificate (mutual TLS); without, on plain tcp://.
+The scheduler listens on a port the system chooses (``--port 0``) and writes the address it
+listens on into its scheduler file once it does: nothing else can take the port in between.
 """
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-
-from ports import free_port
 
 DASK = Path(sys.executable).parent / "dask"
 
@@ -41,12 +42,30 @@ class LoopbackCluster:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.tls = Path(tls) if tls else None
-        self.port = free_port()
-        self.address = f"{'tls' if tls else 'tcp'}://127.0.0.1:{self.port}"
         self.workers = {}
-        self.scheduler = self._start("scheduler", [str(DASK), "scheduler", "--host", "127.0.0.1",
-                                                   "--port", str(self.port), "--no-dashboard",
+        scheduler_file = self.folder / "scheduler.json"
+        self.scheduler = self._start("scheduler", [str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0",
+                                                   "--scheduler-file", str(scheduler_file), "--no-dashboard",
                                                    *(tls_args(self.tls, "scheduler") if tls else [])])
+        try:
+            self.address = self._listening_address(scheduler_file)
+        except BaseException:
+            self.stop()
+            raise
+        self.port = int(self.address.rsplit(":", 1)[1])
+
+    def _listening_address(self, scheduler_file, timeout=120):
+        """The address the scheduler listens on, from the file it writes once it does."""
+        def written():
+            try:
+                return json.loads(scheduler_file.read_text())["address"]
+            except (OSError, ValueError, KeyError):      # not yet written, or written half-way
+                return None
+        wait_until(lambda: written() or self.scheduler.poll() is not None, timeout,
+                   f"the scheduler's address in {scheduler_file}")
+        if written() is None:
+            raise AssertionError(f"the scheduler exited ({self.scheduler.returncode}):\n{self.log('scheduler')}")
+        return written()
 
     def _start(self, name, command, **env):
         log = open(self.folder / f"{name}.log", "w")

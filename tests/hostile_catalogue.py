@@ -31,6 +31,7 @@ from notebook_tools import lean, with_answer
 
 LESSON = "01_context_vectors"
 MEASURED_LESSON = "08_long_context"
+CAPSTONE, SMALL_GPT = "07_capstone", "09_small_gpt"     # whose hidden tests drive loops (training, sampling)
 PREFIX = "hostile-mark-"
 GOT = "GOT"                      # what an attack prints when something it tried worked
 
@@ -38,7 +39,7 @@ GOT = "GOT"                      # what an attack prints when something it tried
 @dataclass
 class Attack:
     """``code`` replaces the answer cell of ``target``; ``{course}``, ``{marker}``, ``{port}``,
-    ``{unix_path}``, ``{dgram_path}``, ``{zmq_port}``, ``{grader_pid}``, ``{secret}``,
+    ``{unix_path}``, ``{dgram_path}``, ``{abstract}``, ``{zmq_port}``, ``{grader_pid}``, ``{secret}``,
     ``{env_file}``, ``{package_file}`` and ``{python_file}`` are filled in. ``reorder``:
     contextualize's answer and tests move before softmax's hidden test (the learner reordered the
     notebook)."""
@@ -661,7 +662,9 @@ for s in _inherited():
     _try(f"TCP_FASTOPEN_CONNECT on fd {{s.fileno()}}", lambda: s.setsockopt(socket.IPPROTO_TCP, 30, 1))
 '''),
     "unix_sockets": _socket_attack("reach the grader's machine through UNIX sockets: a stream server, a "
-                                   "datagram socket, the abstract namespace", '''
+                                   "datagram socket, the abstract namespace; a datagram socket pair re-connected "
+                                   "or sent from to a pathname and an abstract address, in the kernel, a thread, a "
+                                   "forked child and a subprocess", '''
 def _stream():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect("{unix_path}")
@@ -671,6 +674,44 @@ _try("UNIX datagram", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).s
 _try("abstract UNIX", lambda: socket.socket(socket.AF_UNIX).connect("\\0{marker}"))
 _try("a UNIX socket pair to itself", lambda: socket.socketpair()[0].sendall(b"ok") or (_ for _ in ()).throw(
     OSError("a socket pair reaches only itself")))
+_ESCAPES = r"""
+import os, socket, threading
+def _escapes(report):
+    def pair(kind):
+        return socket.socketpair(socket.AF_UNIX, kind)[0]
+    for where in ("{dgram_path}", "\\0{abstract}-datagram"):
+        for what, action in (("datagram pair re-connected", lambda: (lambda s: (s.connect(where), s.send(b"{marker}")))(
+                                 pair(socket.SOCK_DGRAM))),
+                             ("datagram pair sendto", lambda: pair(socket.SOCK_DGRAM).sendto(b"{marker}", where)),
+                             ("stream pair sendto", lambda: pair(socket.SOCK_STREAM).sendto(b"{marker}", where)),
+                             ("stream pair sendmsg", lambda: pair(socket.SOCK_STREAM).sendmsg([b"{marker}"], [], 0, where))):
+            try:
+                action()
+                report("{marker} GOT through " + what + " to " + repr(where))
+            except OSError as exc:
+                report("refused: " + what + " " + type(exc).__name__)
+    for where in ("{unix_path}", "\\0{abstract}-stream"):
+        try:
+            pair(socket.SOCK_STREAM).connect(where)
+            report("{marker} GOT through a stream pair connected to " + repr(where))
+        except OSError as exc:
+            report("refused: stream pair connect " + type(exc).__name__)
+"""
+exec(_ESCAPES)
+_escapes(print)
+_thread = threading.Thread(target=_escapes, args=(print,))
+_thread.start()
+_thread.join()
+_read, _write = os.pipe()
+if os.fork() == 0:
+    _escapes(lambda line: os.write(_write, (line + "\\n").encode()))
+    os._exit(0)
+os.close(_write)
+with os.fdopen(_read) as _from_child:
+    print("in a forked child:", _from_child.read())
+import subprocess, sys
+print("in a subprocess:", subprocess.run([sys.executable, "-c", _ESCAPES + "_escapes(print)"], capture_output=True,
+                                         text=True).stdout)
 '''),
     "raw_packet_netlink_io_uring": _socket_attack("raw, packet and netlink sockets, and io_uring's own socket "
                                                   "calls", '''
@@ -1252,6 +1293,89 @@ def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
         full_only="unit/test_conversation.py::test_stand_ins_are_bounded_by_the_tests_own_calls"),
 })
 
+
+
+# ---------------------------------------------------------------- trusted drivers (issue 37, point 2)
+
+ASCENT_ADAM = '''
+import numpy as np
+
+def adam_step(p, g, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
+    g = np.asarray(g, dtype=float)
+    m = beta1 * np.asarray(m, dtype=float) + (1 - beta1) * g
+    v = beta2 * np.asarray(v, dtype=float) + (1 - beta2) * g * g
+    return np.asarray(p, dtype=float) + lr * (m / (1 - beta1 ** t)) / (np.sqrt(v / (1 - beta2 ** t)) + eps), m, v
+'''
+RIGHT_ADAM = '''
+def _right_step(p, g, m, v, t, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
+    g = np.asarray(g, dtype=float)
+    m = beta1 * np.asarray(m, dtype=float) + (1 - beta1) * g
+    v = beta2 * np.asarray(v, dtype=float) + (1 - beta2) * g * g
+    return np.asarray(p, dtype=float) - lr * (m / (1 - beta1 ** t)) / (np.sqrt(v / (1 - beta2 ** t)) + eps), m, v
+'''
+# Every catalogued name the shadow package would have to provide resolves to the real package's.
+SHADOW_INIT = '''import os, sys
+print("{marker} GOT: the attention_course/ handed in was imported")
+_here = os.path.realpath(os.path.dirname(__file__))
+for _entry in list(sys.path):
+    _real = os.path.join(_entry or ".", "attention_course")
+    if os.path.isdir(_real) and os.path.realpath(_real) != _here:
+        __path__.append(_real)
+        break
+'''
+SHADOW_CAPSTONE = '''print("{marker} GOT: the capstone.py handed in was imported")
+import importlib.util as _util, os as _os, numpy as np
+import attention_course as _package
+_spec = _util.spec_from_file_location("_real_capstone", _os.path.join(_package.__path__[-1], "capstone.py"))
+_real = _util.module_from_spec(_spec)
+_spec.loader.exec_module(_real)
+globals().update({{k: v for k, v in vars(_real).items() if not k.startswith("__")}})
+''' + RIGHT_ADAM + '''
+def fit(model_backward, adam_step, *args, **kwargs):
+    return _real.fit(model_backward, _right_step, *args, **kwargs)
+'''
+
+ATTACKS.update({
+    "rebind_the_training_loop": Attack(
+        "adam_step", "gradient ascent in adam_step, and a cell that rebinds attention_course.capstone.fit "
+        "to train with a right Adam whatever it is given", ASCENT_ADAM + RIGHT_ADAM + '''
+import attention_course.capstone as _capstone
+_fit = _capstone.fit
+_capstone.fit = lambda model_backward, adam_step, *args, **kwargs: _fit(model_backward, _right_step, *args, **kwargs)
+''', lesson=CAPSTONE, full_only="unit/test_trusted_drivers.py::test_a_rebound_library_loop_decides_nothing"),
+    "rebind_the_sampler": Attack(
+        "sample_next", "a sample_next that ignores the temperature, and a cell that rebinds "
+        "attention_course.small_gpt.draw_samples to draw right", '''
+import numpy as np
+import attention_course.small_gpt as _small_gpt
+
+def sample_next(logits, temperature, top_k, rng):
+    z = np.asarray(logits, dtype=float)
+    if top_k is not None and top_k < z.size:
+        z = np.where(z >= np.sort(z)[-top_k], z, -np.inf)
+    p = np.exp(z - z.max())
+    return int(rng.choice(z.size, p=p / p.sum()))
+
+def _right(logits, temperature, top_k, rng):
+    return sample_next(np.asarray(logits, dtype=float) / temperature, 1.0, top_k, rng)
+
+def _draw_samples(sample_next, logits, temperature, top_k, seed, n):
+    runs = []
+    for _ in range(2):
+        rng = np.random.default_rng(seed)
+        runs.append([_right(logits, temperature, top_k, rng) for _ in range(int(n))])
+    return np.array(runs, dtype=np.int64)
+
+_small_gpt.draw_samples = _draw_samples
+''', lesson=SMALL_GPT, full_only="unit/test_trusted_drivers.py::test_a_rebound_library_loop_decides_nothing"),
+    "shadow_package_folder": Attack(
+        "adam_step", "hand in an attention_course/ folder (whose capstone.fit trains with a right Adam) and a "
+        "numpy/ folder beside a notebook byte-identical to an honest one with gradient ascent", ASCENT_ADAM,
+        extra_files=(("attention_course/__init__.py", SHADOW_INIT), ("attention_course/capstone.py", SHADOW_CAPSTONE),
+                     ("numpy/__init__.py", "print('{marker} GOT: the numpy/ handed in was imported')\n"
+                                           "raise ImportError('not numpy')\n")),
+        lesson=CAPSTONE, full_only="test_kernels.py::test_a_folder_handed_in_never_shadows_an_installed_package"),
+})
 
 # What every attack above must still allow: it is the learner's own softmax, wrong on purpose
 # where the attack fails. Written answers are left empty.

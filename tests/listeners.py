@@ -41,8 +41,9 @@ def peer_process(connection):
 
 class Listener:
     """Servers on this machine that no kernel may reach, remembering anything that reached them:
-    TCP and UDP on one loopback port, a UNIX stream and a UNIX datagram socket, and a ZeroMQ
-    publisher (another kernel's IOPub, for all a subscriber can tell).
+    TCP and UDP on one loopback port, a UNIX stream and a UNIX datagram socket at a pathname and
+    at an abstract address (``abstract``: the name after the leading NUL), and a ZeroMQ publisher
+    (another kernel's IOPub, for all a subscriber can tell).
 
     A TCP connection from this machine's own processes (a grader's ZeroMQ client reconnecting to
     a port that was once a kernel's, say) is told from an attack's by where it comes from: only
@@ -53,10 +54,8 @@ class Listener:
         import zmq
 
         self.received, self.ignored = [], []
-        self.tcp = socket.create_server(("127.0.0.1", 0))
+        self.tcp, self.udp = self._tcp_and_udp()
         self.port = self.tcp.getsockname()[1]
-        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.udp.bind(("127.0.0.1", self.port))
         self.folder = tempfile.mkdtemp(prefix="attention-listener-")
         os.chmod(self.folder, 0o755)
         self.unix_path, self.dgram_path = os.path.join(self.folder, "stream"), os.path.join(self.folder, "datagram")
@@ -67,23 +66,46 @@ class Listener:
         self.dgram.bind(self.dgram_path)
         for path in (self.unix_path, self.dgram_path):
             os.chmod(path, 0o777)
+        self.abstract = f"attention-listener-{os.getpid()}-{self.port}"
+        self.abstract_unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.abstract_unix.bind("\0" + self.abstract + "-stream")
+        self.abstract_unix.listen()
+        self.abstract_dgram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.abstract_dgram.bind("\0" + self.abstract + "-datagram")
         self.context = zmq.Context()
         self.publisher = self.context.socket(zmq.PUB)
         self.zmq_port = self.publisher.bind_to_random_port("tcp://127.0.0.1")
         self.stopped = threading.Event()
         self.namespace = os.readlink("/proc/self/ns/pid")
         threading.Thread(target=self._accept, args=(self.tcp, True), daemon=True).start()
-        threading.Thread(target=self._accept, args=(self.unix, False), daemon=True).start()
-        for server in (self.udp, self.dgram):
+        for server in (self.unix, self.abstract_unix):
+            threading.Thread(target=self._accept, args=(server, False), daemon=True).start()
+        for server in (self.udp, self.dgram, self.abstract_dgram):
             threading.Thread(target=self._datagrams, args=(server,), daemon=True).start()
         # zmq sockets are not thread-safe: ``close`` waits for this thread before closing its socket.
         self.publishing = threading.Thread(target=self._publish, daemon=True)
         self.publishing.start()
 
+    @staticmethod
+    def _tcp_and_udp(tries=100):
+        """A TCP server on a loopback port the system chose, and a UDP socket bound to the same
+        number (a separate port space, where another process may hold it: then another pair)."""
+        for _ in range(tries):
+            tcp = socket.create_server(("127.0.0.1", 0))
+            udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            try:
+                udp.bind(("127.0.0.1", tcp.getsockname()[1]))
+                return tcp, udp
+            except OSError:
+                tcp.close()
+                udp.close()
+        raise OSError(f"no loopback port free for both TCP and UDP in {tries} tries")
+
     def addresses(self):
-        """Where the servers listen: ``port`` (TCP and UDP), ``unix_path``, ``dgram_path``, ``zmq_port``."""
+        """Where the servers listen: ``port`` (TCP and UDP), ``unix_path``, ``dgram_path``, ``zmq_port``,
+        and ``abstract`` (``\\0<abstract>-stream`` and ``\\0<abstract>-datagram``)."""
         return {"port": self.port, "unix_path": self.unix_path, "dgram_path": self.dgram_path,
-                "zmq_port": self.zmq_port}
+                "zmq_port": self.zmq_port, "abstract": self.abstract}
 
     def _ours(self, connection):
         pid = peer_process(connection)
@@ -121,7 +143,7 @@ class Listener:
     def close(self):
         self.stopped.set()
         self.publishing.join()
-        for server in (self.tcp, self.udp, self.unix, self.dgram):
+        for server in (self.tcp, self.udp, self.unix, self.dgram, self.abstract_unix, self.abstract_dgram):
             server.close()
         self.publisher.close(linger=0)
         self.context.term()

@@ -1,9 +1,10 @@
 """Reading HTML as a browser does, for the tests of the sanitiser: html5lib (the HTML5 parsing
-algorithm browsers follow, through bleach's copy of it) decodes entities in attribute values as a
-browser would, so a ``javascript&colon;`` written by a learner is read as ``javascript:``."""
+algorithm browsers follow; not the parser of the sanitiser, nh3, nor of its second check) decodes
+entities in attribute values as a browser would, so a ``javascript&colon;`` written by a learner
+is read as ``javascript:``."""
 import re
 
-from bleach._vendor import html5lib
+import html5lib
 
 DANGEROUS = re.compile(r"^(javascript|vbscript|data|livescript|mocha):")
 STRIPPED = re.compile(r"[\x00-\x20\x7f]+")

@@ -3,7 +3,8 @@
 Usage: python sandbox_probe.py <request.json>. The request names the grading code folder, the
 scratch folder, the paths that must stay out of view, the channel sockets its waiter binds for it
 (``sockets`` in the attempts: {endpoint: inherited file descriptor}), an account to switch to,
-and the attempts: {name: Python source}. Each attempt runs in the
+what libseccomp made of this machine (the filter's program and the system calls' numbers, as the
+grader hands them to a kernel's policy), and the attempts: {name: Python source}. Each attempt runs in the
 sandbox and reports ``{"ok": repr of its value}`` or ``{"error": exception class name}``; the
 script prints the JSON of all of them. Runs as its own process (it forks, which a multi-threaded
 pytest process should not) and needs nothing but the standard library.
@@ -24,7 +25,8 @@ def main(path):
     env = kernel_environment(dict(os.environ), os.path.join(scratch, "sandbox"))
     limits = Limits(**request.get("limits", {}))
     policy = make(scratch, request.get("channels", []), env, seed=request.get("seed"),
-                  protected=request.get("protected", []), account=request.get("account"), limits=limits)
+                  protected=request.get("protected", []), account=request.get("account"), limits=limits,
+                  seccomp_filter=request["seccomp_filter"], syscalls=request["syscalls"])
 
     def attempts(report, sockets):
         outcomes = {}

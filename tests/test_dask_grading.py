@@ -17,7 +17,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import nbformat
@@ -71,20 +70,56 @@ def _busy(client, address):
     return bool(client.processing(workers=[address]).get(address))
 
 
+def _parent(pid):
+    """The parent of process ``pid`` (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _under(pid, ancestor):
+    """Is process ``pid`` a descendant of process ``ancestor``?"""
+    while pid > 1 and pid != ancestor:
+        pid = _parent(pid)
+    return pid == ancestor
+
+
+def _kernel_running(worker):
+    """Is a sandboxed kernel running under ``worker`` (a ``dask worker`` command's process)? A
+    process in a PID namespace of its own there is one: its grading process is mid-job."""
+    ours = os.readlink("/proc/self/ns/pid")
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and os.readlink(proc / "ns" / "pid") != ours and _under(int(proc.name), worker.pid):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _grading_processes():
+    """Pids of the grading processes Dask workers started (``pool.serve``)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and b"from attention_grading.pool import serve" in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
 def _kill_grading_processes():
     """SIGKILL every grading process a Dask worker started (``pool.serve``); how many."""
     killed = 0
-    for proc in Path("/proc").iterdir():
+    for pid in _grading_processes():
         try:
-            cmdline = (proc / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if proc.name.isdigit() and b"from attention_grading.pool import serve" in cmdline:
-            try:
-                os.kill(int(proc.name), signal.SIGKILL)
-                killed += 1
-            except ProcessLookupError:
-                pass
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+        except ProcessLookupError:
+            pass
     return killed
 
 
@@ -116,13 +151,16 @@ def cluster_run(lesson01_class, tmp_path_factory):
             w1 = _worker_address(client, "w1")
             wait_until(lambda: _busy(client, w1) or process.poll() is not None, 300, "w1 never got a job")
             out["w1_was_busy"] = _busy(client, w1)
-            time.sleep(1.0)                   # well inside the job: kernels are running
+            # Inside the job: a kernel is running under w1.
+            wait_until(lambda: _kernel_running(cluster.workers["w1"]) or process.poll() is not None, 300,
+                       "w1 never started a kernel")
             cluster.kill(cluster.workers["w1"])
             out["w1_killed_mid_job"] = process.poll() is None
             # Then w2's grading process, mid-job: w2 carries on, the job gets its second attempt.
             w2 = _worker_address(client, "w2")
             wait_until(lambda: _busy(client, w2) or process.poll() is not None, 300, "w2 never got a job")
-            time.sleep(1.0)
+            wait_until(lambda: _kernel_running(cluster.workers["w2"]) or process.poll() is not None, 300,
+                       "w2 never started a kernel")
             out["grading_processes_killed"] = _kill_grading_processes() if process.poll() is None else 0
             process.wait(600)
             local.wait(600)

@@ -3,7 +3,7 @@ and a job whose worker dies, hangs or is stopped charged to that job alone, with
 from tqdm import tqdm
 
 from attention_grading.pool import LocalPool, run_with_second_attempt
-from grading_helpers import FlakyJob, run_flaky
+from flaky_jobs import FlakyJob, run_flaky
 
 
 def _run(folder, behaviours, job_timeout=None):

@@ -84,9 +84,14 @@ def traces():
     for root in SEARCHED:
         for top, dirs, files in os.walk(root):
             found += [os.path.join(top, n) for n in dirs + files if n.startswith(markers)]
+    return found, attack_processes()
+
+
+def attack_processes():
+    """Command lines of the processes an attack started (they carry its marker)."""
+    markers = tuple(catalogue.PREFIX + name for name in ATTACKS)
     ps = subprocess.run(["pgrep", "-af", catalogue.PREFIX], capture_output=True, text=True).stdout
-    processes = [line for line in ps.splitlines() if "pgrep" not in line and any(m in line for m in markers)]
-    return found, processes
+    return [line for line in ps.splitlines() if "pgrep" not in line and any(m in line for m in markers)]
 
 
 CORRECT = "solution"            # the correct learner graded beside every attack (of each lesson)
@@ -181,7 +186,12 @@ def _scores(root, lessons):
 def inspect(context, run, again=None):
     """Everything the assertions need, after one grading ``run`` of the course."""
     root = context["root"]
-    time.sleep(2)                      # what a detached process would do after the run
+    # A process an attack left running is found by its marker, whatever it has done yet: wait
+    # (a minute at most) for the ones the run's end is still taking down, so that only one that
+    # outlived it is reported.
+    deadline = time.monotonic() + 60
+    while attack_processes() and time.monotonic() < deadline:
+        time.sleep(0.2)
     grades_csv = root / "grades.csv"
     return {"run": run, "root": root, "attacks": context["attacks"], "lessons": context["lessons"],
             "first_attempts": context.get("first_attempts", {}), "fill": context["fill"],
@@ -279,7 +289,14 @@ def _points(scores, student, exercise_tests, lesson=LESSON):
 TESTS = {"softmax": ["softmax_matches_reference"], "contextualize": ["contextualize_matches_reference"],
          "tiled_attention": ["tiled_attention_matches_reference"],
          "multi_head_attention": ["multi_head_attention_matches_reference"],
-         "generate": ["generate_matches_reference"]}
+         "generate": ["generate_matches_reference"],
+         "adam_step": ["adam_step_matches_reference", "adam_step_trains_the_model"],
+         "sample_next": ["sample_next_matches_reference"]}
+#: The hidden tests of the correct learner of each lesson the attacks are handed in for (3 points each).
+CORRECT_TESTS = {catalogue.LESSON: TESTS["softmax"] + TESTS["contextualize"],
+                 "06_multi_head": TESTS["multi_head_attention"],
+                 catalogue.MEASURED_LESSON: TESTS["tiled_attention"],
+                 catalogue.CAPSTONE: TESTS["adam_step"], catalogue.SMALL_GPT: TESTS["sample_next"] + TESTS["generate"]}
 # The plain-nbgrader half runs in the full tier (``pytest --full``).
 WAYS = ["make grade", pytest.param("nbgrader autograde", marks=pytest.mark.full)]
 OUTPUT_CAP_BYTES = (8 << 20) + (2 << 20)   # GuardedExecute.max_notebook_output_bytes, and the lesson itself
@@ -341,17 +358,18 @@ def _maxima(root, lesson):
 
 @pytest.mark.parametrize("way", WAYS)
 def test_the_correct_learner_keeps_full_marks_and_grading_finishes(hostile, way):
-    """The correct learners (of lesson 01, and of lesson 08 where its attacks were graded), graded
-    in the same run as the attacks, score every autograded point; the run ended."""
+    """The correct learners (of lesson 01, and of lessons 06, 07, 08 and 09 where their attacks were
+    graded), graded in the same run as the attacks, score every point of their hidden tests; the
+    run ended."""
     run = hostile["run"]
     assert run.returncode in (0, 1), run.stdout[-3000:] + run.stderr[-3000:]
     correct = {}
     for lesson in hostile["lessons"]:
-        maxima = _maxima(hostile["root"], lesson)
-        autograded = [gid for gid in maxima if hostile["scores"].get((CORRECT, lesson, gid), (None, True))[1] is False]
-        assert autograded, (lesson, "the correct learner was not graded")
-        correct.update({(lesson, gid): (hostile["scores"][CORRECT, lesson, gid], maxima[gid]) for gid in autograded})
-    assert all(score == (points, False) for score, points in correct.values()), (correct, run.stdout[-3000:])
+        correct.update({(lesson, gid): v for gid, v in
+                        _points(hostile["scores"], CORRECT, CORRECT_TESTS[lesson], lesson).items()})
+    maxima = {(lesson, gid): points for lesson in hostile["lessons"]
+              for gid, points in _maxima(hostile["root"], lesson).items()}
+    assert all(v == (maxima[key], False) for key, v in correct.items()), (correct, run.stdout[-3000:])
     if hostile["resubmitted"] is not None:
         assert hostile["resubmitted"].returncode in (0, 1), hostile["resubmitted"].stdout[-3000:]
 
@@ -663,3 +681,14 @@ def test_a_stand_in_asked_for_more_than_its_test_needs_is_refused_by_name(hostil
     assert "your generate called positional_encoding with `T` larger than" in message, message
     assert _points(hostile["scores"], "attack_stand_in_asked_for_huge_answers", ["generate_matches_reference"],
                    "09_small_gpt") == {"generate_matches_reference": (0.0, False)}
+
+
+@reading("shadow_package_folder")
+@pytest.mark.parametrize("way", WAYS)
+def test_a_folder_named_like_an_installed_package_is_flagged_and_never_imported(hostile, way):
+    """The submission that hands in attention_course/ and numpy/ beside its notebook: neither is
+    imported (nothing it planted printed; its gradient-ascent adam_step scores 0 on both tests,
+    in test_the_attacker_gains_nothing), and grading-notes.json names each folder for the instructor."""
+    notes = json.loads((_autograded(hostile["root"], "shadow_package_folder").parent / "grading-notes.json").read_text())
+    flagged = " ".join(flag["why"] for flag in notes["flags"])
+    assert "'attention_course'" in flagged and "'numpy'" in flagged and "installed package" in flagged, notes["flags"]

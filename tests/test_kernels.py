@@ -7,6 +7,7 @@ how they are interrupted, and that a lesson executes to the same outputs either 
 import asyncio
 import os
 import re
+import select
 import signal
 
 import nbformat
@@ -72,6 +73,30 @@ async def _run(kc, code, timeout=30):
             return "".join(out), error
 
 
+async def _printed(kc, msg_id, text, timeout=120):
+    """Wait until the cell ``msg_id`` has printed ``text``: it is running its code."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        msg = await kc.get_iopub_msg(timeout=max(0.0, deadline - loop.time()))
+        if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream"
+                and text in msg["content"]["text"]):
+            return
+
+
+def _exit_watch(pid):
+    """A pidfd on process ``pid``, opened now; returns ``wait(timeout)``: whether it has exited by
+    then (the pidfd becomes readable when it does, reaped by anyone or not)."""
+    fd = os.pidfd_open(pid)
+
+    def wait(timeout):
+        try:
+            return bool(select.select([fd], [], [], timeout)[0])
+        finally:
+            os.close(fd)
+    return wait
+
+
 async def _stop(km, kc):
     kc.stop_channels()
     await km.shutdown_kernel(now=True)
@@ -133,6 +158,44 @@ def test_cold_kernels_start_in_the_same_sandbox(tmp_path):
 
 
 @pytest.mark.parametrize("cls", [ForkingKernelManager, ColdKernelManager], ids=["forked", "cold"])
+def test_a_folder_handed_in_never_shadows_an_installed_package(tmp_path, cls):
+    """Folders handed in beside the notebook under the names of installed packages
+    (``attention_course/``, ``numpy/``, ``json.py``) are never imported: the kernel's folder comes
+    after everything installed on sys.path. A module of the learner's own still imports."""
+    async def main():
+        km = cls(kernel_name="python3")
+        seed = km.sandbox_request.seed
+        for name in ("attention_course", "numpy"):
+            os.makedirs(os.path.join(seed, name))
+            with open(os.path.join(seed, name, "__init__.py"), "w") as fh:
+                fh.write("raise ImportError('the folder handed in was imported')\n")
+        with open(os.path.join(seed, "json.py"), "w") as fh:
+            fh.write("raise ImportError('the json.py handed in was imported')\n")
+        with open(os.path.join(seed, "my_helpers.py"), "w") as fh:
+            fh.write("ANSWER = 42\n")
+        await km.start_kernel(cwd=str(tmp_path), env=dict(os.environ))
+        kc = km.client()
+        kc.start_channels()
+        await kc.wait_for_ready(timeout=60)
+        out, error = await _run(kc, "import os, sys, importlib\n"
+                                    "for name in ('attention_course.capstone', 'numpy', 'json', 'csv'):\n"
+                                    "    print(name, importlib.import_module(name).__file__)\n"
+                                    "import my_helpers\nprint('helpers', my_helpers.ANSWER)\n"
+                                    "print('folder', sys.path.index(os.getcwd()), len(sys.path), '' in sys.path)")
+        await _stop(km, kc)
+        return out, error
+
+    out, error = asyncio.run(main())
+    assert error is None, out
+    lines = dict(line.split(" ", 1) for line in out.splitlines())
+    for name in ("attention_course.capstone", "numpy", "json"):
+        assert "/sandbox/work/" not in lines[name], (name, lines[name])
+    assert lines["helpers"] == "42"
+    position, length, empty = lines["folder"].split()
+    assert int(position) == int(length) - 1 and empty == "False", lines["folder"]
+
+
+@pytest.mark.parametrize("cls", [ForkingKernelManager, ColdKernelManager], ids=["forked", "cold"])
 def test_a_kernel_talks_only_through_the_sockets_its_waiter_bound(tmp_path, cls):
     """Its five channels are UNIX sockets in the grader's scratch folder (jupyter_client's ``ipc``
     transport), bound before the kernel started; the kernel is in a network namespace of its own
@@ -165,15 +228,14 @@ def test_a_kernel_talks_only_through_the_sockets_its_waiter_bound(tmp_path, cls)
 
 
 def test_dead_forked_kernel_is_noticed_and_restart_forks_again(tmp_path):
-    """os._exit in the kernel: jupyter_client sees it dead at once; a restart gives a working kernel."""
+    """os._exit in the kernel: jupyter_client sees it dead as soon as it has exited; a restart
+    gives a working kernel."""
     async def main():
         km, kc = await _started(ForkingKernelManager, tmp_path)
+        exited = _exit_watch(km.provisioner.process.pid)
         kc.execute("import os; os._exit(3)")
-        for _ in range(100):
-            if not await km.is_alive():
-                break
-            await asyncio.sleep(0.05)
-        dead = not await km.is_alive()
+        assert await asyncio.get_running_loop().run_in_executor(None, exited, 120), "os._exit did not end the kernel"
+        dead = not await km.is_alive()          # asked once, right after the exit: no second chance
         await km.restart_kernel(now=True)
         kc.stop_channels()
         kc = km.client()
@@ -185,7 +247,7 @@ def test_dead_forked_kernel_is_noticed_and_restart_forks_again(tmp_path):
         return dead, out, forked
 
     dead, out, forked = asyncio.run(main())
-    assert dead, "the kernel's death was not noticed within 5 s"
+    assert dead, "jupyter_client still took the kernel for alive after it had exited"
     assert out.strip() == "42" and forked
 
 
@@ -193,8 +255,9 @@ def test_forked_kernel_is_interrupted_and_killed_as_a_group(tmp_path):
     """An interrupt stops a running cell; shutdown leaves no process behind."""
     async def main():
         km, kc = await _started(ForkingKernelManager, tmp_path)
-        msg_id = kc.execute("import time; time.sleep(3600)")     # only an interrupt ends it in time
-        await asyncio.sleep(0.5)
+        # only an interrupt ends it in time
+        msg_id = kc.execute("import time; print('asleep', flush=True); time.sleep(3600)")
+        await _printed(kc, msg_id, "asleep")      # the interrupt finds the cell running, not yet to start
         await km.interrupt_kernel()
         reply = await kc.get_shell_msg(timeout=300)
         assert reply["parent_header"]["msg_id"] == msg_id
@@ -218,14 +281,11 @@ def test_orphaned_forked_kernels_exit_with_their_zygote(tmp_path):
     async def main():
         km, kc = await _started(ForkingKernelManager, tmp_path)
         pid = km.provisioner.process.pid
+        exited = _exit_watch(pid)
         for z in list(zygote_client._zygotes.values()):
             z.process.send_signal(signal.SIGKILL)
-        process = km.provisioner.process
-        for _ in range(100):
-            if process.poll() is not None:
-                break
-            await asyncio.sleep(0.1)
-        gone = process.poll() is not None
+        gone = await asyncio.get_running_loop().run_in_executor(None, exited, 120)
+        gone = gone and km.provisioner.process.poll() is not None
         kc.stop_channels()
         if not gone:
             os.kill(pid, signal.SIGKILL)
@@ -234,7 +294,7 @@ def test_orphaned_forked_kernels_exit_with_their_zygote(tmp_path):
         return gone
 
     gone = asyncio.run(main())
-    assert gone, "a kernel outlived its zygote by 10 s"
+    assert gone, "a kernel outlived its zygote (by two minutes)"
 
 
 TIMING = re.compile(r"\d+(\.\d+)?\s?(ms|s)\b")
@@ -339,24 +399,28 @@ def _competitors():
     return [subprocess.Popen([sys.executable, "-c", busy], start_new_session=True) for _ in range(COMPETITORS)]
 
 
+class PatientOwnTimeClient(OwnTimeClient):
+    """Its wall-clock cap (stretch × limit: 80 s for a 2 s limit) lies beyond a 60 s sleep, so
+    only the kernel's own-time limit can interrupt such a cell."""
+    time_stretch = 40
+
+
 def test_a_kernel_starved_of_cpu_keeps_its_time_and_a_sleeping_one_is_stopped(tmp_path):
     """With limit 2 s: a cell that needs 1 s of CPU, pinned to a CPU three busy processes share,
     takes longer than 2 s on the wall clock and still ends without an interrupt (the wall clock
-    alone would have stopped it); a cell that sleeps is interrupted at its limit all the same."""
-    import time
-
+    alone would have stopped it); a cell that sleeps 60 s is interrupted all the same, by its
+    own-time limit (the wall-clock cap, 80 s, comes after its sleep would have ended). How soon
+    after its limit: ``benchmarks/interrupts.py``."""
     work = (f"import os, time\nos.sched_setaffinity(0, {{{STARVED_CPU}}})\n"
             "start = time.process_time()\nwhile time.process_time() - start < 1.0:\n    pass\nprint('done')")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(work),
                                          nbformat.v4.new_code_cell("import time\ntime.sleep(60)")])
-    client = OwnTimeClient(nb, timeout=2, kernel_name="python3", kernel_manager_class=ForkingKernelManager,
-                           interrupt_on_timeout=True, allow_errors=True, record_timing=True,
-                           resources={"metadata": {"path": str(tmp_path)}})
+    client = PatientOwnTimeClient(nb, timeout=2, kernel_name="python3", kernel_manager_class=ForkingKernelManager,
+                                  interrupt_on_timeout=True, allow_errors=True, record_timing=True,
+                                  resources={"metadata": {"path": str(tmp_path)}})
     competitors = _competitors()
     try:
-        started = time.monotonic()
         execute(client)
-        took = time.monotonic() - started
     finally:
         for process in competitors:
             process.kill()
@@ -366,8 +430,6 @@ def test_a_kernel_starved_of_cpu_keeps_its_time_and_a_sleeping_one_is_stopped(tm
     wall = _seconds(starved)
     assert wall > 2, f"the starved cell took {wall:.1f} s: it was not starved, so this test proves nothing"
     assert [o.get("ename") for o in sleeping.outputs] == ["KeyboardInterrupt"], sleeping.outputs
-    assert 2 <= _seconds(sleeping) < 10, _seconds(sleeping)
-    assert took < 60
 
 
 def _seconds(cell):
@@ -381,10 +443,9 @@ def _seconds(cell):
 
 def test_a_kernel_that_swallows_the_interrupt_is_given_up_on_quickly(tmp_path):
     """Interrupted at its 1 s limit, a kernel that catches every KeyboardInterrupt never says it is
-    done: the wait for its last outputs is nbclient's short one (AFTER_INTERRUPT), not the long
-    one a cell's reply gets (30 s here), and the long one is back for the next request."""
-    import time
-
+    done: the wait for its last outputs that runs out is nbclient's short one (AFTER_INTERRUPT s,
+    as nbclient's error says), not the long one a cell's reply gets (30 s here), and the long one
+    is back for the next request. How long that takes: ``benchmarks/interrupts.py``."""
     from nbclient.exceptions import CellTimeoutError
 
     from attention_grading.kernel_time import AFTER_INTERRUPT
@@ -394,12 +455,9 @@ def test_a_kernel_that_swallows_the_interrupt_is_given_up_on_quickly(tmp_path):
                            error_on_timeout={"ename": "CellTimeoutError", "evalue": "", "traceback": []},
                            kernel_name="python3", kernel_manager_class=ForkingKernelManager,
                            resources={"metadata": {"path": str(tmp_path)}})
-    sent = []
-    client.on_cell_execute = lambda **_: sent.append(time.monotonic())
-    with pytest.raises(CellTimeoutError, match="IOPub"):
+    with pytest.raises(CellTimeoutError, match=f"after {AFTER_INTERRUPT} seconds") as waited:
         execute(client)
-    took = time.monotonic() - sent[0]
-    assert took < 1 + AFTER_INTERRUPT + 10 < 30, took
+    assert "Timeout waiting for IOPub output" in str(waited.value) and AFTER_INTERRUPT < 30
     assert client.iopub_timeout == 30
 
 
@@ -437,16 +495,18 @@ get_ipython().events.register("pre_run_cell", _stall)
 
 def test_a_kernel_that_no_longer_answers_is_found_unresponsive(tmp_path):
     """``_responsive`` (asked after a cell was interrupted): True for a kernel that runs ``pass``,
-    False, within seconds, for one that never replies (so the next cell gets a fresh kernel)."""
-    import time
-
+    False for one that never replies (so the next cell gets a fresh kernel), after a wait of its
+    own of a few seconds, not the cell's limit (10 s here); the limit is back afterwards. How long
+    it takes: ``benchmarks/interrupts.py``."""
     client = RecoveringClient(nbformat.v4.new_notebook(), timeout=10, interrupt_on_timeout=True,
                               kernel_name="python3", kernel_manager_class=ForkingKernelManager,
                               resources={"metadata": {"path": str(tmp_path)}})
+    waits = []
+    limit_of = client._get_timeout
+    client._get_timeout = lambda cell: waits.append(limit_of(cell)) or waits[-1]   # the limit each wait had
     with client.setup_kernel():
         assert client._responsive() is True
         client.wait_for_reply(client.kc.execute(STALLS_LATER_REQUESTS))
-        started = time.monotonic()
+        del waits[:]
         assert client._responsive() is False
-        assert time.monotonic() - started < 15
-        assert client.timeout == 10
+        assert waits and max(waits) <= 5 < client.timeout == 10, waits

@@ -112,6 +112,8 @@ def test_a_lent_sampler_moves_the_callers_generator_on():
     solution_generate, moved = space["generate"], []
 
     def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
+        if rng is None:                   # the case where generate makes its own generator
+            return solution_generate(params, prompt, n_new, temperature, top_k, rng)
         before = rng.bit_generator.state["state"]["state"]
         out = solution_generate(params, prompt, n_new, temperature, top_k, rng)
         moved.append(rng.bit_generator.state["state"]["state"] != before)
@@ -142,3 +144,26 @@ def test_a_test_that_may_not_call_a_lent_function_gets_no_stand_in():
     forged = lent.reply({"op": "substitute", "key": "multi_head_attention",
                          "args": [{"generator": {"state": "not a number"}}], "kwargs": {}})
     assert "cannot receive" in forged["error"], forged
+
+
+def test_a_generate_without_a_cache_fails_for_its_cache_never_for_the_graders_call_limit():
+    """A generate that recomputes every token at every step, one query at a time (no cache, and no
+    (T, T) array for the memory check to see), asks the grader's stand-ins for every token's layer
+    norms at every step: on the hidden cases that is a few thousand calls in all, far below the grader's
+    limit, and the token rows they were handed show it reruns what it already processed. The
+    verdict says so on the first case, whatever the draw; the measurements (where its stand-in
+    calls would grow with the square of the length) run only once every case has passed."""
+    import catalogue
+    from attention_grading.hidden_tests import Conversation, decide, plan_calls
+
+    answer = catalogue.load(LESSON).WRONG["generate"]["recomputes_every_token_without_cache"]
+    spec = without_memory_judgement(get("generate"))
+    for seed in range(3):
+        cases = spec.cases(np.random.default_rng(seed))
+        batches, callbacks, extra, _ = plan_calls(spec, cases, np.random.default_rng(seed))
+        talk = Conversation(spec, reference(), batches, callbacks, spec.substitutes, len(cases), extra)
+        kernel_probe.serve(namespace(generate=answer), talk.reply)
+        result = decide(spec, reference(), cases, talk)
+        assert not result.passed and result.case == cases[0].label, result.message
+        assert "it reruns the tokens already processed" in result.message, result.message
+        assert "at most 20000" not in result.message and talk.requests < ConversationLimits().max_requests / 4

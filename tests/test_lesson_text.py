@@ -160,12 +160,25 @@ CLAIMS = {
         ("*dog* reads *cat* most", "words[int(A_four[1].argmax())] == 'cat'"),
         ("*cat*'s longer vector has a larger dot product with\n*dog*'s than\n*dog*'s own has",
          "X[0] @ X[1] > X[1] @ X[1] and np.linalg.norm(X[0]) > np.linalg.norm(X[1])"),
+        ("Most of it goes to\n*bank*, the token with the highest score, but every visible token gets a positive share",
+         "tokens[int(np.argmax(scores))] == 'bank' and softmax(scores).max() > 0.5 and (softmax(scores) > 0).all()"),
+        ("*cat* spends most of it on itself and\n*dog*; *phone* mostly reads itself",
+         "A[0, :2].sum() > 0.5 and A[2, 2] > 0.5"),
+    ],
+    "02_queries_keys_values": [
+        ("Position 2 gives a quarter of its attention to each of positions 1 and 2 and half to position 3",
+         "np.allclose(A[1], [0.25, 0.25, 0.5], atol=0.01)"),
     ],
     "03_scaling": [
         ("its norm first rises", "peak > 0"),
         ("at $d_k = 1024$ the read is nearly one-hot", "curves['unscaled']['max'][-1] > 0.9"),
         ("With the\nscale the three curves are flat",
          "all(max(v) < 1.5 * min(v) for v in curves['scaled by 1/√d_k'].values())"),
+    ],
+    "04_causal_masking": [
+        ("Position 2 gives about half of its attention to position 3", "abs(A_full[1, 2] - 0.5) < 0.05"),
+        ("The cell plays the $T - 1 = 3$ games whose answer lies in the\nsentence",
+         "len(examples.the_cat_sat_it()[-1]) - 1 == 3"),
     ],
     "05_gradients": [
         ("once they are nearly one-hot the typical\ngradient reaching the scores collapses by orders of\nmagnitude",
@@ -230,6 +243,13 @@ CLAIMS = {
          "for a, b in zip(lengths, lengths[1:]))"),
         ("one and two blocks beat the counting baselines by a wide margin",
          "all(h['val'][-1] / np.log(2) < baselines['bigram counts'] - 0.3 for h in histories.values())"),
+        ("its first scene and the first lines of the second close the training set",
+         "text.index('SCENE 1', tempest) < text.index('SCENE 2', tempest) < len(train_ids) < "
+         "text.index('SCENE 2', tempest) + 500 and len(val_ids) == len(text) - len(train_ids)"),
+        ("The heads of\nthe first block stay close to the reading character: they look back a character or two on\n"
+         "average and put much of their weight on the previous character",
+         "max(looks_back[0]) < 2.5 and min(on_previous[0]) > 0.25"),
+        ("The heads of\nthe second block look further back", "min(looks_back[1]) > max(looks_back[0])"),
     ],
 }
 
@@ -462,3 +482,16 @@ def test_no_number_read_with_a_vowel_follows_a(lesson, executed):
         [_shown(c) for c in nb.cells if c.cell_type == "code"]
     wrong = [m.group(0) for text in texts for m in re.finditer(r"\ba (?:8\d*|11|18|1[18]\d{2,})\b", text)]
     assert not wrong, wrong
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_no_check_cell_shows_a_value(lesson, executed):
+    """A locked cell (setup, provided code, visible checks) whose last line evaluates to a value would
+    show it under the check (an ``execute_result``, such as a stray ``array([4000, 0, ...])``): none
+    does, in the solution run."""
+    from notebook_tools import cell_role
+
+    shown = [f"{cell_role(cell).get('grade_id')}: {output.get('data', {}).get('text/plain', '')[:120]!r}"
+             for cell in executed[lesson].cells if cell.cell_type == "code" and cell_role(cell).get("locked")
+             for output in cell.get("outputs", []) if output.get("output_type") == "execute_result"]
+    assert not shown, shown

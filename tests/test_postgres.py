@@ -1,7 +1,8 @@
 """The gradebook on a real PostgreSQL server: parallel grading gives sequential SQLite's scores.
 
 Starts Debian's PostgreSQL as the ``postgres`` user (it refuses to run as root) with its data
-and socket in a temporary folder, on 127.0.0.1 and a free port; stops it afterwards.
+and socket in a temporary folder, listening on that socket only (no TCP port, which another
+process could hold or take); stops it afterwards.
 """
 import glob
 import os
@@ -13,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from grading_helpers import LESSON, copy_course, grade_table, lesson_points, notebook, run_grade, submit
-from ports import free_port
 
 pytestmark = [pytest.mark.postgres, pytest.mark.nbgrader]
 
@@ -44,19 +44,19 @@ def postgres_url():
     if os.geteuid() == 0:
         shutil.chown(folder, "postgres", "postgres")
         shutil.chown(sockets, "postgres", "postgres")
-    port = free_port()
+    port = 5432          # names the socket file (.s.PGSQL.5432) in our own folder: no TCP port
     done = _as_postgres(bindir / "initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8",
                         timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    options = f"-h 127.0.0.1 -p {port} -k {sockets} -c fsync=off"
+    options = f"-c listen_addresses='' -p {port} -k {sockets} -c fsync=off"
     done = _as_postgres(bindir / "pg_ctl", "-D", data, "-o", options, "-l", folder / "server.log",
                         "-w", "-t", "60", "start", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr + (folder / "server.log").read_text()
     try:
-        done = _as_postgres(bindir / "createdb", "-h", "127.0.0.1", "-p", port, "-U", "postgres",
+        done = _as_postgres(bindir / "createdb", "-h", sockets, "-p", port, "-U", "postgres",
                             "gradebook", timeout=60)
         assert done.returncode == 0, done.stdout + done.stderr
-        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/gradebook"
+        yield f"postgresql+psycopg2://postgres@/gradebook?host={sockets}&port={port}"
     finally:
         _as_postgres(bindir / "pg_ctl", "-D", data, "-m", "fast", "-w", "stop", timeout=120)
         shutil.rmtree(folder, ignore_errors=True)

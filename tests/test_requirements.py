@@ -225,3 +225,20 @@ def test_the_long_context_exercise_names_the_lengths_its_tests_measure():
     for length in (*memory.SHORT_LENGTHS, *memory.LONG_LENGTHS, 512, 2048):
         assert f"{length:,}".replace(",", "{,}") in text or f"T = {length}" in text, length
     assert "half a $T \\times T$ array of booleans" in text
+
+
+def test_the_long_context_exercise_says_how_its_key_blocks_are_measured():
+    """Lesson 08's exercise names the sizes its visible key-block check uses, which are those its
+    check cell passes, and describes truly the ranges the hidden test draws from."""
+    from attention_grading.specs import lesson08_long_context as memory
+
+    text = _said_before("08_long_context", "tiled_attention")
+    said = ("a batch of 64 sequences of 3 queries each, reading 16,384 keys that the whole batch shares "
+            "(`K` and `V` without a batch axis), with `block_size = 16`")
+    assert said in text and "$64 \\times 16{,}384$ numbers of 8 bytes" in text
+    cells, functions = layout("08_long_context")
+    checks = " ".join(cells[i].source for i in functions["tiled_attention"][1])
+    assert "check_key_blocks(\"tiled_attention\", tiled_attention, batch=64, T_q=3, T_k=16384, block_size=16)" in checks
+    assert "a larger batch, a few queries, around twenty thousand keys and small blocks" in text
+    assert memory.FEW_BATCH[0] > 64 and memory.FEW_QUERIES[1] <= 4 and memory.SMALL_BLOCKS[1] <= 32
+    assert 15_000 <= memory.MANY_KEYS[0] < memory.MANY_KEYS[1] <= 25_000

@@ -35,6 +35,15 @@ def fake_course(root):
     return root
 
 
+def _libseccomp_facts():
+    """What the grader hands every sandbox (``sandbox.make``), asked of libseccomp here: the probe
+    may run a Python without it, as a kernel's may."""
+    from attention_grading.sandbox._libc import syscall_numbers
+    from attention_grading.sandbox.seccomp import program
+
+    return {"seccomp_filter": program().hex(), "syscalls": syscall_numbers()}
+
+
 def probe(tmp_path, attempts, python=sys.executable, user=None, account=None, limits=None, watched=()):
     """(``{attempt: outcome}`` of ``attempts`` run in one sandbox, the fake course, the scratch
     folder, whether the course and the ``watched`` folders kept every byte, mode, owner, time and
@@ -56,7 +65,7 @@ def probe(tmp_path, attempts, python=sys.executable, user=None, account=None, li
         "grading_dir": str(GRADING_DIR), "scratch": str(scratch), "seed": str(seed),
         "protected": [str(course), str(ROOT), str(tmp_path)], "account": account,
         "channels": [str(scratch / "ch-1"), str(scratch / "ch-2")],
-        "limits": limits or {},
+        "limits": limits or {}, **_libseccomp_facts(),
         "attempts": {k: textwrap.dedent(v).replace("{course}", str(course)) for k, v in attempts.items()}}))
     command = [python, str(PROBE), str(request)]
     before = {folder: metadata_snapshot(folder) for folder in [course, *watched]}
@@ -80,6 +89,64 @@ def probe(tmp_path, attempts, python=sys.executable, user=None, account=None, li
 
 # Socket calls: every one is refused (socket() for every family; the Fast Open flags and options
 # on the channel sockets it inherits, which seccomp refuses before the network stack sees them).
+# Every way out through a UNIX socket, tried again in a forked child, a subprocess and a thread, and
+# on a socket received from another process (SCM_RIGHTS): ``result`` lists what worked (nothing may),
+# else PermissionError. (A template for ``str.format``: its own braces are doubled.)
+EVERYWHERE = """
+ESCAPES = r'''
+import os, socket, sys
+def escapes(made=None):
+    worked = []
+    def attempt(what, action):
+        try:
+            action()
+            worked.append(what)
+        except OSError:
+            pass
+    def pair(kind):
+        return socket.socketpair(socket.AF_UNIX, kind)[0]
+    for where in ('{dgram_path}', '\\0{abstract}-datagram'):
+        attempt('dgram pair connect', lambda: (lambda s: (s.connect(where), s.send(b'x')))(pair(socket.SOCK_DGRAM)))
+        attempt('dgram pair sendto', lambda: pair(socket.SOCK_DGRAM).sendto(b'x', where))
+        attempt('stream pair sendto', lambda: pair(socket.SOCK_STREAM).sendto(b'x', where))
+        attempt('stream pair sendmsg', lambda: pair(socket.SOCK_STREAM).sendmsg([b'x'], [], 0, where))
+        if made is not None:
+            attempt('passed socket connect', lambda: made.connect(where))
+            attempt('passed socket sendto', lambda: made.sendto(b'x', where))
+            attempt('passed socket sendmsg', lambda: made.sendmsg([b'x'], [], 0, where))
+    for where in ('{unix_path}', '\\0{abstract}-stream'):
+        attempt('stream pair connect', lambda: pair(socket.SOCK_STREAM).connect(where))
+    return worked
+'''
+exec(ESCAPES)
+import subprocess, threading
+found = {{'here': escapes()}}
+carrier, far = socket.socketpair()
+child = os.fork()
+if child == 0:
+    carrier.close()
+    mine, _ = socket.socketpair()
+    socket.send_fds(far, [b'x'], [mine.fileno()])
+    far.sendall(repr(escapes()).encode())
+    os._exit(0)
+far.close()
+_, fds, _, _ = socket.recv_fds(carrier, 1, 1)
+os.waitpid(child, 0)
+found['forked child'] = carrier.recv(10000).decode()
+found['passed descriptor'] = escapes(socket.socket(fileno=fds[0]))
+found['subprocess'] = subprocess.run([sys.executable, '-c', ESCAPES + 'print(escapes())'],
+                                     capture_output=True, text=True).stdout.strip()
+box = []
+thread = threading.Thread(target=lambda: box.append(escapes()))
+thread.start()
+thread.join()
+found['thread'] = box[0]
+if any(v not in ([], '[]') for v in found.values()):
+    result = found
+else:
+    raise PermissionError('every socket path refused: ' + repr(found))
+"""
+
 ON_A_CHANNEL = "import socket; s = socket.socket(fileno=os.dup(next(iter(sockets.values()))))\n"
 ONLY_REFUSED = ("\nexcept PermissionError:\n    raise\n"
                 "except OSError as exc:   # the network stack answered: the sandbox let it through\n"
@@ -107,6 +174,28 @@ NETWORK = {
     "open a packet socket": "import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW)",
     "open a netlink socket": "import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)",
     "open an abstract UNIX socket": "import socket; socket.socket(socket.AF_UNIX).connect('\\0attention')",
+    # A socket pair is the one socket a kernel may make: only a UNIX stream pair, which can never be
+    # pointed elsewhere; a datagram pair could be re-connected (or sent from) to any pathname socket
+    # of this machine, which a network namespace does not scope.
+    "a datagram socket pair re-connected to a pathname socket":
+        "import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); a.connect('{dgram_path}'); a.send(b'x')",
+    "a datagram socket pair sent from to an abstract address":
+        "import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); a.sendto(b'x', '\\0{abstract}-datagram')",
+    "a sequenced-packet socket pair": "import socket; socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)",
+    "a stream socket pair re-connected to a pathname socket":
+        "import socket; a, b = socket.socketpair(); a.connect('{unix_path}'); a.send(b'x')",
+    "a stream socket pair sends to a pathname (sendto)":
+        "import socket; a, b = socket.socketpair(); a.sendto(b'x', '{dgram_path}')",
+    "a stream socket pair sends to a pathname (sendmsg)":
+        "import socket; a, b = socket.socketpair(); a.sendmsg([b'x'], [], 0, '{dgram_path}')",
+    "a stream socket pair sends to an abstract address (sendmsg)":
+        "import socket; a, b = socket.socketpair(); a.sendmsg([b'x'], [], 0, '\\0{abstract}-datagram')",
+    "an inherited channel socket connected to a pathname socket":
+        "import os\n" + ON_A_CHANNEL + "s.connect('{unix_path}')",
+    "an inherited channel socket sends to a pathname (sendmsg)":
+        "import os\n" + ON_A_CHANNEL + "s.sendmsg([b'x'], [], 0, '{dgram_path}')",
+    "every socket path again in a forked child, a subprocess and a thread, and through a passed descriptor":
+        EVERYWHERE,
     "set up io_uring": "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
                        "if libc.syscall(425, 8, ctypes.create_string_buffer(120)) == -1:\n"
                        "    raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))",

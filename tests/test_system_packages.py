@@ -1,4 +1,4 @@
-"""`make test` on a machine without Debian's PostgreSQL or Chromium: where it may not install them,
+"""`make test` on a machine without Debian's PostgreSQL, Chromium or libseccomp: where it may not install them,
 it stops before any test with one message naming the packages and the command. (Installing is
 not tested here: the packages are there, and nothing is uninstalled.)"""
 import os
@@ -36,17 +36,21 @@ def bare_system():
 def test_make_test_stops_before_any_test_and_names_the_missing_packages(bare_system):
     done = run_unprivileged(["make", "test"], bare_system)
     assert done.returncode != 0
-    assert "not installed: postgresql chromium" in done.stderr, done.stderr
-    assert "sudo apt-get install --no-install-recommends postgresql chromium" in done.stderr
+    assert "not installed: postgresql chromium libseccomp2" in done.stderr, done.stderr
+    assert "sudo apt-get install --no-install-recommends postgresql chromium libseccomp2" in done.stderr
     assert "-m pytest" not in done.stdout and "pip install" not in done.stdout   # nothing after the check
 
 
 def test_only_what_is_missing_is_named(bare_system):
-    """Chromium where the browser tests look for it (/usr/bin/chromium), no PostgreSQL server."""
+    """Chromium where the browser tests look for it (/usr/bin/chromium) and libseccomp where the
+    loader finds it (/usr/lib/<triplet>/), no PostgreSQL server."""
     chromium = bare_system / "usr" / "bin" / "chromium"
     chromium.parent.mkdir(parents=True)
     chromium.write_text("#!/bin/sh\n")
     chromium.chmod(0o755)
+    libseccomp = bare_system / "usr" / "lib" / "x86_64-linux-gnu" / "libseccomp.so.2"
+    libseccomp.parent.mkdir(parents=True)
+    libseccomp.write_bytes(b"")
     done = run_unprivileged(["bash", ".ci/check-system-packages"], bare_system)
     assert done.returncode == 1
     assert "not installed: postgresql\n" in done.stderr, done.stderr

@@ -153,9 +153,33 @@ def test_sampling_explorer_builds_headless_and_updates_its_text():
     first = line.value
     assert first.startswith("temperature 1.00, no top-k")
     controls["top_k"].value = 1
-    assert line.value != first and "1 characters can be drawn" in line.value
+    assert line.value != first and "1 character can be drawn" in line.value
+    controls["top_k"].value = 2
+    assert "2 characters can be drawn" in line.value
+
+
+def test_sampling_explorer_clears_its_result_under_a_bad_prompt_and_recovers():
+    """A prompt with a character the model never saw replaces the line with a message and leaves no
+    continuation of the earlier prompt on screen; a good prompt brings both back."""
+    params, vocab = _model_and_vocab()
+    box = widgets.sampling_explorer(R.sample_next, R.generate, params, vocab, n_draws=50)
+    controls = {w.description: w for w in _controls(box)}
+    line, written = (next(w for w in _walk(box) if name in w._dom_classes)
+                     for name in ("sampling-explorer-line", "sampling-explorer-text"))
+    assert "Thou art a" in written.value and "can be drawn" in line.value
     controls["prompt"].value = "Thou art€"
-    assert "never seen" in line.value
+    assert "never seen" in line.value and written.value == ""
+    controls["prompt"].value = "Thou art"
+    assert "can be drawn" in line.value and "Thou art" in written.value
+    controls["temperature"].value = 2.0
+    assert "temperature 2.00" in line.value
+
+
+def test_sampling_explorer_counts_one_draw_in_the_singular():
+    params, vocab = _model_and_vocab()
+    state = widgets.sampling_state(R.sample_next, R.generate, params, vocab, "Thou", top_k=1, n_draws=1)
+    assert "1 character can be drawn" in widgets.describe_sampling(state)
+    assert "share of your 1 draw)" in widgets.describe_sampling(state)
 
 
 def test_sampling_explorer_waits_for_unwritten_functions_and_explains_errors():

@@ -6,6 +6,7 @@ test cells skipped), then, for each answer, a fresh copy of that namespace runs 
 visible test cells that follow the solution cell. The outcome is what a learner would see: the
 message of the first check that failed, or nothing.
 """
+import ast
 import contextlib
 import io
 import linecache
@@ -59,9 +60,17 @@ def layout(lesson):
 
 
 def _run_cell(source, name, namespace):
+    """Run a cell's code in ``namespace``; the value its last line shows under the cell in a notebook
+    (IPython displays a final expression that is not None and not ended by ``;``), or None."""
     code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("%"))
     linecache.cache[name] = (len(code), None, code.splitlines(True), name)
-    exec(compile(code, name, "exec"), namespace)
+    tree = ast.parse(code, name)
+    last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    if last is None or code.rstrip().endswith(";"):
+        exec(compile(tree, name, "exec"), namespace)
+        return None
+    exec(compile(ast.Module(tree.body[:-1], type_ignores=[]), name, "exec"), namespace)
+    return eval(compile(ast.Expression(last.value), name, "eval"), namespace)
 
 
 @contextlib.contextmanager

@@ -59,6 +59,23 @@ def _learner_frames(tb):
     return found
 
 
+def _callee(tb, name):
+    """``(callee name, [(parameter, value)])`` of the learner's own function that the learner's
+    function ``name`` called when ``tb`` was raised inside it (a helper such as ``masked_softmax``),
+    its arguments as they stood then; or None when the error was raised in ``name`` itself."""
+    caller = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if caller is not None and not _is_ours(code.co_filename) and not _is_library(code.co_filename) \
+                and not code.co_name.startswith("<"):          # a comprehension or lambda is still fn's own code
+            parameters = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+            return code.co_name, [(p, tb.tb_frame.f_locals.get(p)) for p in parameters]
+        if caller is None and code.co_name == name:
+            caller = tb
+        tb = tb.tb_next
+    return None
+
+
 def _learner_line(tb):
     """The deepest of ``_learner_frames(tb)``, or None."""
     frames = _learner_frames(tb)
@@ -257,8 +274,22 @@ def _explain_error(exc, fn, named):
                 "batch and any width work.")
     elif "values to unpack" in text and batched:
         hint = "With leading batch axes, unpack the shape as *batch, T, d = X.shape."
-    failure = CheckFailed(f"{_name_of(fn)} raised {type(exc).__name__}{_shapes(named)}: {text.rstrip('.')}. "
-                          f"{hint}".strip())
+    elif "number sections must be larger than 0" in text:
+        hint = ("np.array_split(x, T // block_size) asks for 0 parts when block_size > T, where one block must hold "
+                "every key: cut the blocks by position instead, from start to min(start + block_size, T).")
+    elif "could not broadcast input array" in text:
+        hint = ("The array written into has fewer leading (batch) axes than what is written: make it with the "
+                "batch shape every input broadcasts to, np.broadcast_shapes of their shapes without the last two axes.")
+    callee = _callee(exc.__traceback__, _name_of(fn))
+    if callee is not None and callee[0] != _name_of(fn):
+        helper, given = callee
+        passed = ", ".join(f"{p} of shape {v.shape}" if isinstance(v, np.ndarray) else f"{p}={v!r}"
+                           for p, v in given if isinstance(v, (np.ndarray, bool, int, float, str)))
+        where = (f"{_name_of(fn)}{_shapes(named)} called your {helper} with {passed or 'these arguments'}, "
+                 f"and {helper} raised {type(exc).__name__}")
+    else:
+        where = f"{_name_of(fn)} raised {type(exc).__name__}{_shapes(named)}"
+    failure = CheckFailed(f"{where}: {text.rstrip('.')}. {hint}".strip())
     failure.raised_at = tuple(raised_at)
     return failure
 
@@ -308,12 +339,17 @@ def _calls(fn, name):
 
 def _shape_words(args):
     shapes = [f"{np.shape(a)}" for a in args if isinstance(a, np.ndarray)]
-    return ", ".join(shapes) if shapes else "these arguments"
+    shapes += [f"a dict of {len(a)} arrays" for a in args if isinstance(a, dict)]
+    settings = [repr(a) for a in args if isinstance(a, (bool, str))]
+    return ", ".join(shapes + settings) if shapes else "these arguments"
 
 
-def _earlier_problem(got, expected, atol):
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
+
+
+def _earlier_problem(got, expected, atol, names=None):
     """Why ``got`` is not the known answer ``expected`` (an array, a tuple of them, or a function
-    of the result that returns a problem or None), or None."""
+    of the result that returns a problem or None), or None. ``names`` names the values of a tuple."""
     if callable(expected):
         return expected(got)
     if isinstance(expected, tuple) and not (isinstance(got, tuple) and len(got) == len(expected)):
@@ -321,7 +357,8 @@ def _earlier_problem(got, expected, atol):
     pairs = list(zip(got, expected)) if isinstance(expected, tuple) else [(got, expected)]
     for k, (ours, right) in enumerate(pairs):
         right = np.asarray(right)
-        which = f"output {k + 1}" if len(pairs) > 1 else "result"
+        which = ("result" if len(pairs) == 1 else f"`{names[k]}`" if names else
+                 f"{_ORDINALS[k] if k < len(_ORDINALS) else str(k + 1) + 'th'} returned value")
         if not isinstance(ours, np.ndarray) or ours.shape != right.shape or ours.dtype.kind not in "biuf":
             return f"its {which} should be an array of shape {right.shape}, but it is {forms.describe(ours)}"
         if not np.allclose(ours, right, rtol=0, atol=atol):
@@ -329,38 +366,46 @@ def _earlier_problem(got, expected, atol):
     return None
 
 
-def check_earlier(fn, earlier, examples, where, atol=1e-9):
-    """Before judging ``fn``: if it calls your ``earlier`` function, confirm that one on examples
-    with known answers, so that a mistake in an earlier exercise is not blamed on this one.
+def check_earlier(fn, earlier, examples, where, atol=1e-9, names=None, uses=False):
+    """Before judging ``fn``: if it calls your ``earlier`` function (or, with ``uses``, if this check
+    itself calls it), confirm that one on examples with known answers, so that a mistake in an
+    earlier exercise is not blamed on this one.
 
     ``examples`` is a list of ``(args, expected)``: give one for every shape of input this check
     will make ``fn`` hand to ``earlier`` (a batch, d_k ≠ d_v, ...), since an earlier function can
     be right on a matrix and wrong on a batch. ``expected`` is the known result (an array, a
     tuple of arrays) or a function of the result that says what is wrong with it (or None).
-    ``where`` says where the earlier function's own check is.
+    ``where`` says where the earlier function's own check is; ``names`` names the values that
+    ``earlier`` returns, so that a message says which one is wrong.
     """
     name, later = _name_of(earlier), _name_of(fn)
-    if not _calls(fn, name):
+    called = _calls(fn, name)
+    if not called and not uses:
         return
     for args, expected in examples:
         try:
             got = _quietly(earlier, *args)
-            problem = _earlier_problem(got, expected, atol)
+            problem = _earlier_problem(got, expected, atol, names)
         except Exception as exc:
             problem = f"it raised {type(exc).__name__}: {exc}"
         if problem:
-            failed = CheckFailed(f"{later} calls your {name}, and {name} is wrong on an input this check needs "
+            who = f"{later} calls your {name}" if called else f"the check of {later} compares it with your {name}"
+            failed = CheckFailed(f"{who}, and {name} is wrong on an input this check needs "
                                  f"({_shape_words(args)}): {problem}. Fix {name} first (its own check is {where}); "
                                  "then run this cell again.")
             failed.names_the_function = True
             raise failed
-    print(f"✓ your {name}, which {later} calls, gives the known answers on the inputs this check uses")
+    how = "which" if called else "with which"
+    print(f"✓ your {name}, {how} {later} {'calls' if called else 'is compared'}, gives the known answers on the "
+          "inputs this check uses")
 
 
-def check_returns(function, result, names):
+def check_returns(function, result, names, shapes=None):
     """``result`` is the tuple ``(names...)`` that ``function`` must return; else say so, in the
-    words the hidden tests use."""
-    problem = forms.returns_problem(function, result, names)
+    words the hidden tests use. With ``shapes`` (one per name), values returned in another order
+    are told so."""
+    problem = forms.returns_problem(function, result, names) or (
+        forms.order_problem(function, result, names, shapes) if shapes is not None else None)
     if problem:
         raise CheckFailed(problem)
     return result
@@ -637,6 +682,75 @@ def check_no_numpy_warning(what, fn, *args, hint="", **kwargs):
     return result
 
 
+# ---------------------------------------------------------------- leading batch dimensions
+
+def _batch_item(array, k):
+    """Item ``k`` of a made-up batch built from ``array``: its rows rolled by ``k`` (its entries, for
+    a vector), and its last axis reversed on every other round, so that the items differ."""
+    array = np.asarray(array)
+    axis = -2 if array.ndim >= 2 else -1
+    item = np.roll(array, k, axis=axis)
+    return item[..., ::-1] if (k // max(array.shape[axis], 1)) % 2 else item
+
+
+#: The batches ``check_batch_axes`` tries, in the words of the hidden tests' cases.
+BATCHES = (((2,), "one batch dimension"), ((2, 3), "two batch dimensions"))
+
+
+def check_batch_axes(fn, args, batched, outputs, summed=(), **kwargs):
+    """``fn`` works with no, one and two leading batch dimensions: the arguments at the positions
+    ``batched`` are stacked into a batch of shape (2,), then (2, 3), of items that differ (the others
+    are shared by every item), and each output is, item by item, what ``fn`` returns on that item
+    alone (an output named in ``summed``, a parameter's gradient, is the sum over the items).
+
+    ``outputs`` names the returned values (a tuple of names), or the one returned array (a string).
+    Run it after the checks on single items: it compares ``fn`` with itself."""
+    name = _name_of(fn)
+    single = isinstance(outputs, str)
+    names = (outputs,) if single else tuple(outputs)
+
+    def returned(result):
+        return (result,) if single else check_returns(name, result, names)
+
+    for shape, words in BATCHES:
+        items = [[_batch_item(a, k) if i in batched else a for i, a in enumerate(args)]
+                 for k in range(int(np.prod(shape)))]
+        alone = [returned(call(fn, *item, **kwargs)) for item in items]
+        stacked = [np.stack([np.asarray(item[i]) for item in items]).reshape(*shape, *np.shape(args[i]))
+                   if i in batched else a for i, a in enumerate(args)]
+        described = ", ".join(f"{param} of shape {np.shape(value)}" for k, (param, value)
+                              in enumerate(_named_arguments(fn, stacked, {})) if k in batched)
+        try:
+            together = returned(call(fn, *stacked, **kwargs))
+        except CheckFailed as failure:
+            failure.args = (f"With {words}: {failure}",)
+            raise
+        for out, got, each in zip(names, together, zip(*alone)):
+            each = [np.asarray(v, dtype=float) for v in each]
+            expected = (np.sum(each, axis=0) if out in summed
+                        else np.stack(each).reshape(*shape, *each[0].shape))
+            problem = forms.array_problem(f"{out} for {words} ({described})", got, expected.shape)
+            if problem:
+                raise CheckFailed(problem + ("" if out in summed else
+                                             f" Leading batch dimensions come back in front, as they went in."))
+            close = np.isclose(got, expected, rtol=1e-9, atol=1e-9, equal_nan=True)
+            if not close.all():
+                where = tuple(int(i) for i in np.argwhere(~close)[0])
+                if out in summed:
+                    raise CheckFailed(
+                        f"{out} for {words} ({described}) is not the sum over the batch of what {name} returns "
+                        f"for each item alone (first at index {where}): one set of weights serves every item, "
+                        "so its gradient adds up the gradient of each.")
+                item = where[:len(shape)]
+                raise CheckFailed(
+                    f"{out} for {words} ({described}) differs from what {name} returns for item {item} "
+                    f"alone (first at index {where}). Each item of a batch must come out as it does on its "
+                    "own: work on the last axes only (np.swapaxes(M, -1, -2), sizes read from the end such as "
+                    "X.shape[-1]), so that batch axes in front are carried along untouched.")
+    print(f"✓ {name} gives every item of a batch with one and with two batch dimensions what it gives that "
+          "item alone")
+
+
 # ---------------------------------------------------------------- masks (lesson 03 and later)
 
 def check_causal_mask(name, mask, T):
@@ -838,9 +952,14 @@ def check_score_scale(name, weights, raw_scores, d_k, width="d_k", **other_width
         guesses[f"{other} = {value} instead of {root} = √{d_k}"] = float(value)
     for said, value in guesses.items():
         if np.isclose(divisor, value, rtol=1e-6):
+            tokens = ""
+            if said.startswith(("√T ", "T ")):       # the width read from an axis counted from the front
+                tokens = (f" T = {other_widths['T']} is the number of tokens, the axis before the last: in a batch, "
+                          f"X.shape[1] is T. Read {width} from the end, X.shape[-1], so that batch axes in front "
+                          "do not shift it.")
             raise CheckFailed(f"{name} is what you get by dividing the scores by {said}. The scale "
                               f"is 1/{root} with {width} = {d_k}" + (
-                                  " = K.shape[-1]." if width == "d_k" else "."))
+                                  " = K.shape[-1]." if width == "d_k" else ".") + tokens)
     yours, right = _distinct(divisor, float(np.sqrt(d_k)))
     raise CheckFailed(f"{name} is what you get by dividing the scores by {yours}, but the "
                       f"divisor should be {root} = {right} ({width} = {d_k}).")
@@ -867,6 +986,21 @@ def check_statistic(name, value, expected, standard_error, within=5.0, hint="", 
                           f"{z:+.1f} standard errors away (one standard error is {standard_error:.3g} "
                           f"here; allowed ±{within:g}). {hint}".strip())
     print(f"✓ {name} = {float(value):.4f}, {abs(z):.1f} standard errors from {expected:g}")
+
+
+def check_global_generator_untouched(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` neither reseeds NumPy's global generator nor draws from it, in the
+    words of the hidden test."""
+    from .randomness import GLOBAL_GENERATOR_PROBLEM, moves_the_global_generator
+
+    named = _named_arguments(fn, args, kwargs)
+    try:
+        moved = _quietly(moves_the_global_generator, fn, *args, **kwargs)
+    except Exception as exc:
+        raise _explain_error(exc, fn, named) from None
+    if moved:
+        raise CheckFailed(GLOBAL_GENERATOR_PROBLEM.format(function=_name_of(fn)))
+    print(f"✓ {_name_of(fn)} leaves NumPy's global generator alone")
 
 
 # ---------------------------------------------------------------- known mistakes
@@ -930,21 +1064,55 @@ def check_memory_growth(name, fn, make_inputs, lengths=(512, 1024, 2048), **kwar
           "per (query, key) pair, so no (T, T) array is built")
 
 
-def _peaks(fn, make_inputs, lengths, kwargs):
+def check_key_blocks(name, fn, batch=64, T_q=3, T_k=16384, d_k=2, d_v=2, block_size=16, seed=0):
+    """A batch of ``batch`` sequences of ``T_q`` queries reading ``T_k`` keys that the batch shares
+    (K and V without a batch axis), in blocks of ``block_size``: the output is attention, and the
+    peak memory of the call (``tracemalloc``, the inputs made beforehand not counted) stays below
+    half of one float64 score for every key, for one query of each sequence, which an answer that
+    takes all T_k keys of a query at once holds. The hidden test measures the same from outside the
+    kernel, on sizes drawn for each submission (``long_context.key_block_problem``: its words)."""
+    from .long_context import key_block_problem
+
+    g = np.random.default_rng(seed)
+    Q = 2.0 * g.standard_normal((batch, T_q, d_k))                    # (batch, T_q, d_k)
+    K, V = g.standard_normal((T_k, d_k)), g.standard_normal((T_k, d_v))  # shared by the batch
+    O, peak = _peaks(fn, lambda _: (Q, K, V), [T_k], {"block_size": block_size}, keep=True)[0]
+    problem = forms.array_problem("O", O, (batch, T_q, d_v))
+    if problem:
+        raise CheckFailed(f"{name}: {problem}")
+    expected = np.empty((batch, T_q, d_v))
+    for start in range(0, batch, 16):                                 # 16 sequences at a time: a few MB
+        s = Q[start:start + 16] @ K.T / np.sqrt(d_k)                  # (16, T_q, T_k)
+        w = np.exp(s - s.max(axis=-1, keepdims=True))
+        expected[start:start + 16] = (w / w.sum(axis=-1, keepdims=True)) @ V
+    cmp(f"{name}: O for a batch of queries reading keys the batch shares", O, expected, atol=1e-10)
+    problem = key_block_problem(peak, batch, T_q, T_k, block_size, "at its peak")
+    if problem:          # another thread of the kernel may have allocated beside it: measured once more
+        peak = min(peak, _peaks(fn, lambda _: (Q, K, V), [T_k], {"block_size": block_size}, keep=True)[0][1])
+        problem = key_block_problem(peak, batch, T_q, T_k, block_size, "at its peak")
+    if problem:
+        raise CheckFailed(problem)
+    print(f"✓ {name}: a batch of {batch} sequences of {T_q} queries reading {T_k:,} shared keys, block_size = "
+          f"{block_size}: peak memory {peak / 1e6:.2f} MB, under half the {8 * batch * T_k / 1e6:.1f} MB of one "
+          "score for every key for one query of each sequence, so no query takes all its keys at once")
+
+
+def _peaks(fn, make_inputs, lengths, kwargs, keep=False):
+    """The peak memory of ``fn`` at each length (``keep``: with its result, as pairs)."""
     from .long_context import peak_memory
 
     peaks = []
     for length in lengths:
         inputs = make_inputs(length)
         try:
-            _, peak = peak_memory(_quietly, fn, *inputs, **kwargs)
+            result, peak = peak_memory(_quietly, fn, *inputs, **kwargs)
         except NotImplementedError:
             raise _not_implemented(fn) from None
         except Exception as exc:
             named = _named_arguments(fn, inputs, kwargs)
             raise _explain_error(exc, fn, named) from None
-        peaks.append(peak)
-        del inputs
+        peaks.append((result, peak) if keep else peak)
+        del inputs, result
     return peaks
 
 
@@ -1033,6 +1201,18 @@ def check_gradient(name, analytic, f, x, tol=1e-7, h=1e-5, hint="", alternatives
     print(f"✓ {name} agrees with central differences (relative error {error:.1e} < {tol:g})")
 
 
+def check_probes(function, x, points, h=None):
+    """The points at which ``function`` called ``f`` (noted by the check's own ``f``) move one entry
+    of ``x`` at a time by ``h`` (the default 1e-5 when None) and put every entry back exactly, in the
+    words of the hidden test."""
+    from .probes import probe_problem
+
+    problem = probe_problem(function, x, points, h)
+    if problem:
+        raise CheckFailed(problem[0].upper() + problem[1:] if problem.startswith("with") else problem)
+    print(f"✓ {function} probes one entry at a time by h = {'1e-5' if h is None else h} and puts each back exactly")
+
+
 def check_zero(name, value, hint=""):
     """Every entry of ``value`` is exactly 0, not merely small."""
     value = np.asarray(value, dtype=float)
@@ -1049,11 +1229,12 @@ def check_zero(name, value, hint=""):
 BACKPROP_ORDER = ("W_out", "W_V", "W_Q", "W_K", "E_name", "E_attr")
 
 
-def _diagnose_model_gradients(table, n_graded, d_k):
+def _diagnose_model_gradients(table, n_graded, d_k, embeddings=None):
     """Name the step of the capstone's backward pass that the pattern of wrong gradients points at.
 
     ``table[setting][name]`` is ``(relative error, constant factor or None)``; the first setting is
-    the real model (softmax, scaled, causal).
+    the real model (softmax, scaled, causal). ``embeddings``: what the embedding gradients' errors
+    single out (``_embedding_cause``), if anything.
     """
     wrong = {s: [n for n in BACKPROP_ORDER if row[n][0] > 1e-6] for s, row in table.items()}
     real = next(iter(table))
@@ -1087,9 +1268,49 @@ def _diagnose_model_gradients(table, n_graded, d_k):
             return "W_out, W_V and W_K are right but W_Q is not: dQ = c · dS K."
         return ("W_out and W_V are right but W_Q and W_K are not: the error is between dA and dQ, dK "
                 "(the softmax backward, or the scores' step dQ = c dS K, dK = c dSᵀ Q).")
-    return ("every weight matrix is right and only the embedding tables are wrong: each row of dX goes back to "
-            "the table rows its ids came from, and an id used several times must collect all of its gradients "
-            "(np.add.at(dE, ids, dX) adds them; dE[ids] += dX keeps only one).")
+    return ("every weight matrix is right and only the embedding tables are wrong: " + (embeddings or (
+        "the error is in dX = dQ W_Qᵀ + dK W_Kᵀ + dV W_Vᵀ or in how its rows go back to the tables (each row "
+        "of dX to the table rows its ids came from; np.add.at(dE, ids, dX) adds the rows of an id used "
+        "several times).")))
+
+
+#: The paths by which X reaches the loss, with the weight each one multiplies dX by (``_embedding_cause``).
+_PATHS = (("W_Q", "the query path dQ W_Qᵀ"), ("W_K", "the key path dK W_Kᵀ"), ("W_V", "the value path dV W_Vᵀ"))
+
+
+def _embedding_cause(params, data, analytic, numeric):
+    """What the errors of the embedding gradients single out, in words, or None.
+
+    ``analytic`` and ``numeric`` are ``{table: gradient}`` for "E_name" and "E_attr". The rows of ids
+    used once right and only those of repeated ids wrong: the repeats are not added up. The error of
+    every row a multiple of one weight matrix's columns (a subspace smaller than the width), and of no
+    other's: that path is missing from dX."""
+    ids = {"E_name": np.asarray(data["names"]).ravel(), "E_attr": np.asarray(data["attrs"]).ravel()}
+    once_right, repeats_only = False, True
+    for table, used in ids.items():
+        counts = np.bincount(used, minlength=len(analytic[table]))
+        wrong = ~np.isclose(analytic[table], numeric[table], rtol=1e-5, atol=1e-8).all(axis=-1)
+        once_right |= bool((~wrong & (counts == 1)).any())
+        repeats_only &= bool((counts[wrong] > 1).all())
+    if once_right and repeats_only:
+        return ("the rows of ids used once are right and only those of ids used several times are wrong: an id "
+                "used several times must collect all of its gradients (np.add.at(dE, ids, dX) adds them; "
+                "dE[ids] += dX keeps only one).")
+    error = np.concatenate([numeric[t] - np.asarray(analytic[t], dtype=float) for t in ids])   # (rows, d_model)
+    fits = []
+    for name, path in _PATHS:
+        W = np.asarray(params[name], dtype=float)                     # (d_model, width)
+        if np.linalg.matrix_rank(W) >= W.shape[0]:
+            continue                                                  # every row fits: no evidence
+        coefficients = np.linalg.lstsq(W, error.T, rcond=None)[0]      # error ≈ coefficientsᵀ Wᵀ?
+        if np.linalg.norm(error - (W @ coefficients).T) <= 1e-4 * np.linalg.norm(error):
+            fits.append((name, path))
+    if len(fits) == 1:
+        (name, path), = fits
+        return (f"their error is, row by row, a combination of the columns of {name} alone, which is what "
+                f"{path} would add: {path} is missing from dX. X feeds the queries, the keys "
+                "and the values, so dX = dQ W_Qᵀ + dK W_Kᵀ + dV W_Vᵀ.")
+    return None
 
 
 def check_model_gradients(model_backward, params, data, settings, n_graded):
@@ -1099,7 +1320,7 @@ def check_model_gradients(model_backward, params, data, settings, n_graded):
     backward pass that the pattern points at (the first wrong gradient in backpropagation order,
     which switch settings are affected, a constant factor), not merely the first table checked.
     """
-    table = {}
+    table, tables = {}, {}
     for flags in settings:
         loss, grads = check_returns("model_backward", call(model_backward, params, data, **flags), ("loss", "grads"))
         if not isinstance(grads, dict):
@@ -1127,13 +1348,16 @@ def check_model_gradients(model_backward, params, data, settings, n_graded):
                 raise _explain_error(exc, model_backward, _named_arguments(model_backward, (params, data), flags)) from None
             error = rel_error(analytic, numeric)
             table[key][name] = (error, _constant_factor(analytic, numeric) if analytic.any() else 0.0)
+            if key == next(iter(table)):                 # the real model's, for _embedding_cause
+                tables.setdefault("analytic", {})[name], tables.setdefault("numeric", {})[name] = analytic, numeric
             print(f"    {name:<7} relative error {error:.1e}" + ("" if error <= 1e-6 else "   ✗"))
     if all(err <= 1e-6 for row in table.values() for err, _ in row.values()):
         print("✓ every gradient agrees with central differences (relative error < 1e-6)")
         return
     d_k = np.shape(params["W_K"])[1]
+    embeddings = _embedding_cause(params, data, tables["analytic"], tables["numeric"])
     raise CheckFailed("the gradients disagree with central differences (the ✗ above): "
-                      + _diagnose_model_gradients(table, n_graded, d_k))
+                      + _diagnose_model_gradients(table, n_graded, d_k, embeddings))
 
 
 def _mean_cross_entropy(logits, targets):
@@ -1180,8 +1404,9 @@ def check_loss_matches_forward(model_backward, model_forward, params, data, sett
                           f"the logits your model_forward gives on the same batch (over the {n_graded} positions "
                           f"with a target) is {right}: the two compute different models. " + (
                               f"This is exactly what you get when {causes[0]}." if len(causes) == 1 else
-                              "Make the forward pass inside model_backward the model of model_forward, and its "
-                              "loss the mean over the positions with a target."))
+                              "Your model_forward gives the known answers on every setting this check uses (checked "
+                              "above), so make the forward pass inside model_backward its model, and its loss the "
+                              "mean over the positions with a target."))
     print("✓ the loss of model_backward is the mean cross-entropy of model_forward's logits, for every setting")
 
 

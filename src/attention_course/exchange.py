@@ -20,7 +20,9 @@ import stat
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.exchange.default.submit import ExchangeSubmit
 
-from .regular_files import recorded_time, walk
+from traitlets import Integer
+
+from .regular_files import recorded_time, survey, walk
 
 # Folders: the learner reads and writes; the inbound folder's group (the instructor's: the
 # folder is set-group-ID) reads; nobody else. Files likewise.
@@ -66,7 +68,24 @@ class OwnedCollect(ExchangeCollect):
     - its time is when it last changed, as the kernel recorded it (``regular_files.recorded_time``,
       written to ``submitted/.../timestamp.txt``), never the time its folder's name or its
       ``timestamp.txt`` claim: a learner who changes a submission after submitting makes it a
-      later submission (late, if after the deadline), which ``collect --update`` takes as new."""
+      later submission (late, if after the deadline), which ``collect --update`` takes as new;
+    - its size and number of files are checked with ``lstat`` before anything is read
+      (``CourseDirectory.max_dir_size``, ``max_files``): a submission over either is named with
+      the reason and not collected, and collection goes on with everyone after it."""
+
+    max_files = Integer(1000, help="Entries (files, folders, anything) one submission may hold; a submission "
+                        "with more is not collected (named, with the reason).").tag(config=True)
+
+    def _refusal(self, path):
+        """Why the submission folder ``path`` is too large to collect, from ``lstat`` alone, or None."""
+        limit = 1000 * self.coursedir.max_dir_size
+        entries, size = survey(path, self.max_files)
+        if entries > self.max_files:
+            return f"it holds more than {self.max_files:,} files and folders (OwnedCollect.max_files)"
+        if size > limit:
+            return (f"its files take {size:,} bytes, more than {limit:,} (CourseDirectory.max_dir_size; "
+                    "a sparse file counts whole)")
+        return None
 
     def _path_to_record(self, path):
         try:
@@ -79,6 +98,10 @@ class OwnedCollect(ExchangeCollect):
         if stat.S_ISLNK(os.lstat(path).st_mode):
             self.log.warning("%s is a symbolic link, not a submission: not collected", record["filename"])
             return {**record, "refused": "a symbolic link", "timestamp": datetime.datetime.min}
+        too_big = self._refusal(path)
+        if too_big:
+            self.log.warning("%s is not collected: %s", record["filename"], too_big)
+            return {**record, "refused": too_big, "timestamp": datetime.datetime.min}
         owner = owner_of(path)
         trusted = os.lstat(path).st_uid in (0, os.getuid())
         if owner != record["username"] and not trusted:
@@ -103,11 +126,11 @@ class OwnedCollect(ExchangeCollect):
         """Copy the regular files of ``src`` to ``dest`` (nbgrader's ignore, include and size
         settings applied), then its recorded time as ``timestamp.txt``."""
         before = recorded_time(src)
-        files, skipped = walk(src)
+        # Checked again as it is read (``_refusal`` counted it before): a file that grew since
+        # is left out, named, rather than read past the limits.
+        files, skipped = walk(src, max_files=self.max_files, max_total=1000 * self.coursedir.max_dir_size)
         for path, why in skipped:
             self.log.warning("%s/%s is %s: not collected", os.path.basename(src), path, why)
-        if sum(map(len, files.values())) > 1000 * self.coursedir.max_dir_size:
-            raise RuntimeError(f"Directory size is too big: more than {1000 * self.coursedir.max_dir_size} bytes")
         os.makedirs(dest, exist_ok=True)
         for path, data in files.items():
             parts = path.split("/")

@@ -33,6 +33,27 @@ def returns_problem(function, value, names):
     return f"{function} should return {what}, but it returned {describe(value)}{hint}."
 
 
+def order_problem(function, value, names, shapes):
+    """When the arrays of ``value`` have the ``shapes`` of ``names`` in one other order, and in no
+    other, the sentence that says the order is swapped; else None."""
+    from itertools import permutations
+
+    if not isinstance(value, (tuple, list)) or len(value) != len(names) or len(shapes) != len(names):
+        return None
+    got = [tuple(v.shape) if isinstance(v, np.ndarray) else None for v in value]
+    wanted = [tuple(s) for s in shapes]
+    if got == wanted:
+        return None
+    orders = [order for order in permutations(range(len(names)))
+              if all(got[at] == wanted[k] for k, at in enumerate(order))]
+    if len(orders) != 1:
+        return None
+    held = [names[orders[0].index(at)] for at in range(len(names))]    # the name each position holds
+    swapped = "swapped" if len(names) == 2 else "mixed up"
+    return (f"{function} returns its values in the order ({', '.join(held)}), by their shapes; the order is "
+            f"{swapped}: return them as ({', '.join(names)}), `return {', '.join(names)}`.")
+
+
 def array_problem(what, value, shape=None, boolean=False):
     """Why ``value`` is not an array of ``shape`` (None: any) holding float64 numbers (booleans
     with ``boolean``), or None. ``what`` names the value ("A", "Your `O`")."""

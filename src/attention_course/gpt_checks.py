@@ -381,7 +381,7 @@ def check_sampler(name, sample_next, logits, temperature, top_k, n=4000, seed=0)
         shares = " ".join(f"{c / n:.3f}" for c in counts)
         print(f"✓ {name}: the shares of {n} draws ({shares}) fit the probabilities "
               f"({' '.join(f'{q:.3f}' for q in p)})")
-        return counts
+        return                                        # a check prints its verdict; a value would show under the cell
     named = sampling_mistakes_that_fit(counts, logits, temperature, top_k, n, lambda c, q, k: _fit(c, q, k) is None)
     if len(named) == 1:
         raise CheckFailed(f"{name}: your draws are exactly what you get when {named.pop()}.")
@@ -418,6 +418,38 @@ def passing_on_problem(draws, n_new):
         if what:
             return (f"new token {i} was drawn by sample_next with another {what} than the one generate was given: "
                     "pass on the temperature, top_k and rng you were given, and draw from the rng nothing else.")
+    return None
+
+
+#: The earlier functions a ``generate`` hands token vectors, with the most rows each may get per token
+#: and per block when every token goes through every block once (``rows_problem``).
+ROWS_PER_TOKEN = {"layer_norm": 2, "transformer_block": 1, "multi_head_attention": 1}
+
+
+def token_rows(shape):
+    """How many token vectors an input of this shape holds: everything but its last axis."""
+    return int(np.prod(shape[:-1])) if len(shape) else 1
+
+
+def rows_problem(rows, n_blocks, n_tokens):
+    """Why the token rows a ``generate`` handed the earlier functions (``rows``: ``{name: rows in
+    all}``) show that it reruns tokens it already processed, or that it does not use its
+    ``layer_norm`` for the layer norms, or None. With a KV cache each of the ``n_tokens`` tokens of
+    the final sequence (the prompt and the new ones) goes through each of the ``n_blocks`` blocks
+    once: both layer norms of a block (and the final one) normalise it once, every token but the
+    last drawn one at least (the visible check and the hidden test say it alike)."""
+    for name, per_token in ROWS_PER_TOKEN.items():
+        most = (per_token * n_blocks + (name == "layer_norm")) * n_tokens
+        if rows.get(name, 0) > most:
+            return (f"generate handed {name} {rows[name]} token rows in all, for {n_tokens} tokens and {n_blocks} "
+                    f"block{'s' if n_blocks != 1 else ''}; with a KV cache each token goes through each block once, "
+                    f"{most} rows at most: it reruns the tokens already processed. Keep each block's keys and "
+                    "values in a cache and push only the new token through.")
+    least = 2 * n_blocks * (n_tokens - 1)
+    if rows.get("layer_norm", 0) < least:
+        return (f"generate handed your layer_norm {rows.get('layer_norm', 0)} token rows, fewer than the {least} "
+                "of both layer norms of every block for every token but the last: use your layer_norm for every "
+                "layer norm, as the exercise asks.")
     return None
 
 
@@ -463,7 +495,7 @@ def check_generation(generate, params, prompt, n_new, sample_next, temperature=1
     draws from those logits with the same seed."""
     prompt = np.asarray(prompt)
     given = np.random.default_rng(seed)
-    with _recording_draws(generate, sample_next, given) as draws:
+    with _recording_draws(generate, sample_next, given) as draws, _counting_rows(generate) as rows:
         result = call(generate, params, prompt, n_new, temperature, top_k, given)
     tokens, logits = check_returns("generate", result, ("tokens", "logits"))
     problem = tokens_problem(tokens, prompt, n_new)
@@ -487,6 +519,10 @@ def check_generation(generate, params, prompt, n_new, sample_next, temperature=1
             atol=1e-9, hint="Each step must give exactly what running the whole sequence through the model gives: "
             "the new token at its own position, reading every cached key and value and its own.")
     print(f"✓ the logits of all {n_new} new tokens equal a full causal pass over the tokens before each")
+    problem = rows_problem(rows, len(params["blocks"]), P + n_new)
+    if problem:
+        raise CheckFailed(problem)
+    print(f"✓ each token went through each block once (token rows handed to {', '.join(f'{k} {v}' for k, v in rows.items())})")
     problem = passing_on_problem([(t == temperature, k == top_k, r) for t, k, r in draws], n_new)
     if problem:
         raise CheckFailed(problem)
@@ -498,6 +534,74 @@ def check_generation(generate, params, prompt, n_new, sample_next, temperature=1
                           "temperature, top_k, rng), passing on the temperature, top_k and rng you were given.")
     print(f"✓ the new tokens are those sample_next draws (temperature {temperature}, top_k = {top_k})")
     return tokens, logits
+
+
+def check_greedy(generate, params, prompt, n_new, sample_next):
+    """``generate`` with ``top_k = 1`` and ``rng = None``: it makes its own generator (a draw from
+    None has nowhere to come from) and each new token is the argmax of its logits. Returns
+    ``(tokens, logits)``."""
+    given = []
+
+    def recorded(*args, **kwargs):
+        import inspect
+
+        try:
+            given.append(inspect.signature(sample_next).bind(*args, **kwargs).arguments.get("rng"))
+        except (TypeError, ValueError):
+            pass
+        return sample_next(*args, **kwargs)
+
+    space = getattr(generate, "__globals__", {})
+    saved = space.get("sample_next")
+    none_passed_on = CheckFailed("Called with rng=None, generate handed None on to sample_next: make a generator "
+                                 "first (rng = np.random.default_rng() when rng is None), as the exercise asks.")
+    try:
+        if saved is not None:
+            space["sample_next"] = recorded
+        result = call(generate, params, prompt, n_new, 1.0, 1, None)
+    except CheckFailed:
+        if any(rng is None for rng in given):
+            raise none_passed_on from None
+        raise
+    finally:
+        if saved is not None:
+            space["sample_next"] = saved
+    if any(rng is None for rng in given):
+        raise none_passed_on
+    tokens, logits = check_returns("generate", result, ("tokens", "logits"))
+    problem = tokens_problem(tokens, np.asarray(prompt), n_new)
+    if problem:
+        raise CheckFailed(problem)
+    if not np.array_equal(tokens[len(prompt):], np.asarray(logits).argmax(axis=-1)):
+        raise CheckFailed("with top_k = 1 each new token should be the argmax of its logits: pass top_k on to sample_next.")
+    print("✓ with top_k = 1 and rng = None (generate makes its own generator) every new token is the argmax of its logits")
+    return tokens, logits
+
+
+class _counting_rows:
+    """While ``generate`` runs, the token rows it hands each function of ``ROWS_PER_TOKEN`` (its
+    first argument, everything but the last axis), as ``{name: rows in all}``."""
+
+    def __init__(self, generate):
+        self.space, self.rows, self.saved = getattr(generate, "__globals__", {}), {}, {}
+
+    def __enter__(self):
+        for name in ROWS_PER_TOKEN:
+            if callable(self.space.get(name)):
+                self.saved[name] = self.space[name]
+                self.space[name] = self._counted(name, self.saved[name])
+        return self.rows
+
+    def _counted(self, name, inner):
+        def counted(*args, **kwargs):
+            given = args[0] if args else kwargs.get("x", kwargs.get("X"))
+            self.rows[name] = self.rows.get(name, 0) + token_rows(np.shape(given))
+            return inner(*args, **kwargs)
+        return counted
+
+    def __exit__(self, *exc):
+        self.space.update(self.saved)
+        return False
 
 
 class _recording_draws:

@@ -41,6 +41,23 @@ def best_time(fn, *args, repeats=2, **kwargs):
     return result, best
 
 
+def key_block_problem(own, batch, T_q, T_k, block_size, counted):
+    """Why ``own`` bytes are more than tiled attention needs for a batch of ``batch`` sequences of
+    ``T_q`` queries reading ``T_k`` keys that the batch shares, in blocks of ``block_size`` keys, or
+    None (``counted``: how the bytes were counted). A tiled pass holds tiles of (batch, T_q,
+    block_size) scores; one that takes all T_k keys of a query at once holds at least one float64
+    score for every key, for one query of each sequence: past half of that, it fails. The visible
+    check of lesson 08 and its hidden test say it in these words."""
+    one, tile = 8 * batch * T_k, 8 * batch * T_q * block_size
+    if own <= one / 2:
+        return None
+    return (f"With a batch of {batch} sequences of T_q = {T_q} queries reading T_k = {T_k:,} keys that the batch "
+            f"shares (K and V without a batch axis) and block_size = {block_size}, your tiled_attention took "
+            f"{own / 1e6:.1f} MB {counted}; one float64 score for every key, for one query of each sequence, takes "
+            f"{one / 1e6:.1f} MB, a tile of block_size keys for every query {tile / 1e6:.2f} MB: it processes all "
+            "T_k keys of a query at once: use blocks of block_size keys.")
+
+
 def online_softmax_mistakes(Q, K, V, block_size, causal=False):
     """What tiled attention returns when the rescaling step is forgotten, as ``(mistake, O)`` pairs.
 
@@ -86,7 +103,7 @@ def tiled_attention_mistakes(Q, K, V, block_size, causal=False):
 
     For the visible checks of lesson 08: wrong scale, a skipped last partial block (of keys or
     of queries), causal masks with the wrong boundary (by block, j < i, the diagonal tile left
-    out), no running max, and the forgotten rescalings of :func:`online_softmax_mistakes`. Each
+    out), no running max or one that starts at 0, and the forgotten rescalings of :func:`online_softmax_mistakes`. Each
     output is computed directly (it builds the T_q × T_k scores, so keep the inputs small). A row
     that a mistake leaves with nothing to read is NaN (0/0), as it is in a tiled loop. Mistakes
     that give the right answer on these inputs are left out: they cannot be told apart here.
@@ -97,12 +114,13 @@ def tiled_attention_mistakes(Q, K, V, block_size, causal=False):
     T_q, T_k, d_k, d_v = Q.shape[-2], K.shape[-2], K.shape[-1], V.shape[-1]
     i, j = np.arange(T_q)[:, None], np.arange(T_k)[None, :]
 
-    def attend(Q, K, V, visible=None, divisor=np.sqrt(d_k), shift=True):
+    def attend(Q, K, V, visible=None, divisor=np.sqrt(d_k), shift=True, max_from=-np.inf):
         s = Q @ np.swapaxes(K, -1, -2) / divisor                     # (..., T_q, T_k)
         if visible is not None:
             s = np.where(visible, s, -np.inf)
         with np.errstate(all="ignore"):
-            w = np.exp(s - s.max(axis=-1, keepdims=True)) if shift else np.exp(s)
+            top = np.maximum(s.max(axis=-1, keepdims=True), max_from)   # a running max that started at max_from
+            w = np.exp(s - top) if shift else np.exp(s)
             return (w / w.sum(axis=-1, keepdims=True)) @ V           # (..., T_q, d_v)
 
     visible = (j <= i) if causal else None
@@ -115,12 +133,19 @@ def tiled_attention_mistakes(Q, K, V, block_size, causal=False):
          attend(Q, K, V, visible, np.sqrt(d_v))),
         ("nothing is subtracted before exp(): exp() of scores in the hundreds overflows to inf, and "
          "inf / inf is NaN (keep a running max and subtract it)", attend(Q, K, V, visible, shift=False)),
+        ("the running max starts at 0 instead of −∞: a query whose every score lies below about −745 gets "
+         "exp() = 0 for every key, and 0 / 0 is NaN (start it at -np.inf, which the first block replaces)",
+         attend(Q, K, V, visible, max_from=0.0)),
     ]
     if 0 < full_blocks < T_k:
         cut = None if visible is None else visible[:, :full_blocks]
         mistakes.append(("the last, partial block of keys is skipped (the loop stops at the last "
                          "full block: use stop = min(start + block_size, T))",
                          attend(Q, K[..., :full_blocks, :], V[..., :full_blocks, :], cut)))
+    reached = min(-(-T_q // block_size) * block_size, T_k)           # key blocks up to the last query's block
+    if not causal and reached < T_k:
+        mistakes.append(("the loop over keys stops at T_q, the number of queries: the keys run to T_k = K.shape[-2]",
+                         attend(Q, K[..., :reached, :], V[..., :reached, :])))
     if (T_q // block_size) * block_size < T_q:
         rows_missing = right.copy()
         rows_missing[..., (T_q // block_size) * block_size:, :] = 0.0

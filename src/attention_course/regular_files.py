@@ -82,18 +82,50 @@ def _walk(folder, skipped, on_file, on_entry=None):
             os.close(directory)
 
 
-def walk(folder, max_bytes=None, max_files=None):
+def survey(folder, max_entries):
+    """``(entries, bytes)``: how many entries ``folder`` holds (folders, files, links, anything)
+    and the apparent size of its regular files (``st_size``: a sparse file counts whole), from
+    ``lstat`` alone: nothing is opened but folders, nothing is read, no link is followed. Counting
+    stops once there are more than ``max_entries``."""
+    entries, size, stack = 0, 0, [folder]
+    while stack and entries <= max_entries:
+        try:
+            with os.scandir(stack.pop()) as listing:
+                for entry in listing:
+                    entries += 1
+                    info = entry.stat(follow_symlinks=False)
+                    if stat.S_ISDIR(info.st_mode):
+                        stack.append(entry.path)
+                    elif stat.S_ISREG(info.st_mode):
+                        size += info.st_size
+                    if entries > max_entries:
+                        break
+        except OSError:           # removed or unreadable while counted: walk names it
+            continue
+    return entries, size
+
+
+def walk(folder, max_bytes=None, max_files=None, max_total=None):
     """({relative path: bytes} of the regular files of ``folder``, [(relative path, why)] of
     what was left out). ``max_bytes``: a file larger than this is left out too (a number, or a
     function of the relative path giving one); ``max_files``: files past that many are left out
-    unread."""
+    unread; ``max_total``: a file that would take the bytes read past this many is left out (each
+    file's size is checked with ``fstat`` before it is read, and again as it is read)."""
     files, skipped = {}, []
+    total = 0
 
     def read(path, fd, opened):
+        nonlocal total
         if max_files is not None and len(files) >= max_files:
             skipped.append((path, f"past the {max_files:,} files read"))
             return
         limit = max_bytes(path) if callable(max_bytes) else max_bytes
+        if max_total is not None:
+            left = max_total - total
+            if opened.st_size > left:
+                skipped.append((path, f"past the {max_total:,} bytes read in all"))
+                return
+            limit = left if limit is None else min(limit, left)
         if limit is not None and opened.st_size > limit:
             skipped.append((path, f"larger than {limit:,} bytes"))
             return
@@ -108,6 +140,7 @@ def walk(folder, max_bytes=None, max_files=None):
                 return
             chunks.append(chunk)
         files[path] = b"".join(chunks)
+        total += size
 
     _walk(folder, skipped, read)
     return files, skipped

@@ -280,9 +280,14 @@ def describe_sampling(state, shown=8):
     parts = " · ".join(f"{label.get(state['chars'][i], state['chars'][i])} {state['probabilities'][i]:.4f}"
                        f" ({state['shares'][i]:.4f})" for i in order)
     cut = "no top-k" if state["top_k"] is None else f"top_k = {state['top_k']}"
-    return (f"temperature {state['temperature']:.2f}, {cut}: {state['kept']} characters can be drawn, "
+    return (f"temperature {state['temperature']:.2f}, {cut}: {_count(state['kept'], 'character')} can be drawn, "
             f"entropy {state['entropy']:.3f} bits. Next character, probability (share of your "
-            f"{state['n_draws']} draws): {parts}")
+            f"{_count(state['n_draws'], 'draw')}): {parts}")
+
+
+def _count(n, thing):
+    """``1 character``, ``2 characters``."""
+    return f"{n} {thing}{'' if n == 1 else 's'}"
 
 
 def sampling_explorer(sample_next_fn, generate_fn, params, vocab, prompt="Thou art a", temperature=1.0, top_k=0,
@@ -304,6 +309,7 @@ def sampling_explorer(sample_next_fn, generate_fn, params, vocab, prompt="Thou a
     written.add_class("sampling-explorer-text")
 
     def show(prompt, temperature, top_k):
+        written.value = ""                  # a continuation of an earlier prompt never stays under a message
         try:
             vocab.encode(prompt or " ")
         except KeyError as exc:
@@ -315,7 +321,6 @@ def sampling_explorer(sample_next_fn, generate_fn, params, vocab, prompt="Thou a
         except Exception as exc:  # the learner's functions: explain instead of a traceback
             plt.close("all")
             line.value = _trouble(exc, [getattr(f, "__name__", "function") for f in (sample_next_fn, generate_fn)])
-            written.value = ""
             return
         line.value = html.escape(describe_sampling(state))
         written.value = ("<pre>" + html.escape(state["prompt"]) + "<b>" + html.escape(state["text"]) + "</b></pre>")

@@ -58,7 +58,8 @@ def course(tmp_path_factory):
 
 @pytest.fixture(scope="package")
 def make_lab(artifacts, tmp_path_factory):
-    """``make lab`` started from the repository as the README says, on a free port with a token.
+    """``make lab`` started from the repository as the README says, on a port the system chooses,
+    with a token.
 
     Started, not awaited: the lab fixture below asks for it first when a selected test uses it,
     so that both JupyterLabs start up at the same time. Yields ``(server, None)``, or

@@ -12,6 +12,10 @@ VIEWPORT = {"width": 1400, "height": 900}
 
 #: Browser console errors that are not the course's fault. Each entry: (substring, why benign).
 BENIGN_CONSOLE_ERRORS = [
+    ("Could not restore the debugger state: Canceled future for debug_request message",
+     "JupyterLab's debugger asks a kernel that has just started for its state; a notebook closed "
+     "before the kernel answers (the learner loop closes it once its kernel is idle) cancels that "
+     "request of JupyterLab's own: nothing of the page or the course failed"),
 ]
 
 

@@ -8,6 +8,7 @@ into a link and break the script) and uses single quotes only (it also sits in H
 import base64
 import http.server
 import threading
+import time
 
 from .scripts import JS_PWNED_FLAG, JS_SETTLED
 
@@ -75,6 +76,16 @@ class Probe:
         with self._lock:
             self._calls.clear()
         self.dialogs.clear()
+
+    def wait_for(self, page, vectors, timeout=60):
+        """Wait (``timeout`` s at most, ``page``'s events handled meanwhile) until each of
+        ``vectors`` has called home or opened its dialog: for the controls, where they must run."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            dialogs = " ".join(self.dialogs)
+            if all(v in self.calls() or f"pwned: {v}" in dialogs for v in vectors):
+                return
+            page.wait_for_timeout(100)
 
     def evidence(self, page, settle_ms=500):
         """What ran in ``page`` and its frames, once every frame has loaded its images and the

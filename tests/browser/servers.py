@@ -1,4 +1,8 @@
-"""JupyterLab servers for the browser tests: ports, private Jupyter folders, start, stop, logs."""
+"""JupyterLab servers for the browser tests: private Jupyter folders, start, stop, logs.
+
+Each server listens on a port it asks the system for (``--port=0``) and names it in its runtime
+file (``jpserver-<pid>.json``, in its private runtime folder): the tests read the port there, so
+no other process can take it between a choice and a bind."""
 import json
 import os
 import secrets
@@ -13,7 +17,6 @@ from pathlib import Path
 
 from accounts import SYSTEM_PYTHON
 from conftest import ROOT, course_env
-from ports import free_port
 
 JUPYTER = Path(sys.executable).parent / "jupyter"
 
@@ -55,12 +58,12 @@ def root_flag():
 
 
 class Lab:
-    """A running JupyterLab: its URL, token, process group and log."""
+    """A running JupyterLab: its URL (once ``wait_ready`` has read its port), token, process group and log."""
 
-    def __init__(self, command, cwd, env, port, token, log_path, runtime_dir):
-        self.port, self.token, self.log_path = port, token, log_path
+    def __init__(self, command, cwd, env, token, log_path, runtime_dir):
+        self.token, self.log_path = token, log_path
         self.runtime_dir = Path(runtime_dir)
-        self.base = f"http://127.0.0.1:{port}"
+        self.port = self.base = None
         self._log = open(log_path, "w")
         self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=self._log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
@@ -86,16 +89,32 @@ class Lab:
         self._log.flush()
         return "\n".join(Path(self.log_path).read_text(errors="replace").splitlines()[-lines:])
 
+    def server_info(self):
+        """What the server wrote in its runtime file (its port, URL, root folder), or None before it has."""
+        for path in self.runtime_dir.glob("jpserver-*.json"):
+            try:
+                return json.loads(path.read_text())
+            except (OSError, ValueError):        # being written
+                return None
+        return None
+
     def wait_ready(self, timeout=180):
+        """Wait for the server's runtime file (its port), then for it to answer; a server that
+        exits, or is not up within ``timeout`` s, fails with the end of its log."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(f"JupyterLab exited with {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                self.get("/api/status", timeout=3)
-                return self
-            except (urllib.error.URLError, OSError, ValueError):
-                time.sleep(0.3)
+            if self.port is None and (info := self.server_info()):
+                self.port = info["port"]
+                self.base = f"http://127.0.0.1:{self.port}"
+            if self.port is not None:
+                try:
+                    self.get("/api/status", timeout=3)
+                    return self
+                except (urllib.error.URLError, OSError, ValueError):
+                    pass
+            time.sleep(0.3)
         raise AssertionError(f"JupyterLab did not answer /api/status within {timeout} s:\n{self.log_tail()}")
 
     def shutdown_kernels(self):
@@ -139,15 +158,15 @@ class Lab:
 
 def start_course_lab(course, home, log_path):
     """JupyterLab at the root of the course copy ``course`` (so nbgrader finds its config), on
-    127.0.0.1, a free port and a random token, as ``make formgrader`` starts it (the grading
+    127.0.0.1, a port of the system's choosing and a random token, as ``make formgrader`` starts it (the grading
     package importable, the course's Content-Security-Policy extension on, the local exchange
     folder made); started, not awaited (``Lab.wait_ready``)."""
     (Path(course) / ".exchange").mkdir(exist_ok=True)    # `make formgrader`'s `mkdir -p .exchange`
-    port, token = free_port(), secrets.token_hex(24)
-    command = [str(JUPYTER), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+    token = secrets.token_hex(24)
+    command = [str(JUPYTER), "lab", "--no-browser", "--ip=127.0.0.1", "--port=0",
                f"--ServerApp.token={token}", f"--ServerApp.root_dir={course}", *root_flag(),
                "--ServerApp.jpserver_extensions=attention_grading.formgrader_csp=True"]
-    return Lab(command, course, lab_env(home, course), port, token, log_path, home / "runtime")
+    return Lab(command, course, lab_env(home, course), token, log_path, home / "runtime")
 
 
 def start_lab_as(learner, log_path):
@@ -164,11 +183,11 @@ def start_lab_as(learner, log_path):
     prefix = Path(sys.prefix)
     env = {**learner.env(), **folders, "JUPYTERLAB_DIR": str(prefix / "share" / "jupyter" / "lab"),
            "JUPYTER_PATH": str(prefix / "share" / "jupyter"), "JUPYTER_CONFIG_PATH": str(prefix / "etc" / "jupyter")}
-    port, token = free_port(), secrets.token_hex(24)
+    token = secrets.token_hex(24)
     command = learner.command(str(SYSTEM_PYTHON), "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
-                              f"--port={port}", f"--ServerApp.token={token}",
+                              "--port=0", f"--ServerApp.token={token}",
                               f"--ServerApp.root_dir={learner.home}")
-    return Lab(command, learner.home, env, port, token, log_path, folders["JUPYTER_RUNTIME_DIR"])
+    return Lab(command, learner.home, env, token, log_path, folders["JUPYTER_RUNTIME_DIR"])
 
 
 def make_lab_env(home):
@@ -190,8 +209,8 @@ def make_lab_would_reinstall(env):
 
 
 def start_make_lab(env, home, log_path):
-    """``make lab`` from the repository as the README says, on a free port with a token;
-    ``env`` from ``make_lab_env(home)``."""
-    port, token = free_port(), secrets.token_hex(24)
-    command = ["make", "lab", f"LAB_ARGS=--no-browser --port={port} --ServerApp.token={token}"]
-    return Lab(command, ROOT, env, port, token, log_path, home / "runtime")
+    """``make lab`` from the repository as the README says, on a port of the system's choosing,
+    with a token; ``env`` from ``make_lab_env(home)``."""
+    token = secrets.token_hex(24)
+    command = ["make", "lab", f"LAB_ARGS=--no-browser --port=0 --ServerApp.token={token}"]
+    return Lab(command, ROOT, env, token, log_path, home / "runtime")

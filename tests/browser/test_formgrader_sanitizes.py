@@ -278,6 +278,7 @@ def test_every_payload_runs_where_nothing_sanitises(file_tab, probe, tmp_path):
     """Control: the learner's cells as handed in, rendered by the formgrader's template unsanitised, run every payload."""
     page = formgrader_render(learner_cells(hostile_submission(probe)), tmp_path / "unsanitised.html")
     file_tab.page.goto(page.as_uri())
+    probe.wait_for(file_tab.page, VECTORS)          # each must run here: wait for it, on a busy machine too
     ran = probe.evidence(file_tab.page)
     file_tab.shot("unsanitised-control", full_page=True)
     missing = [vector for vector in VECTORS if vector not in ran["calls"]]
@@ -317,9 +318,10 @@ def test_a_file_linked_from_the_answer_runs_no_script(grader_tab, formgrader_lab
 # ---------------------------------------------------------------------------------------------
 
 
-def click_every_link(page, frame, where, probe, back_to):
+def click_every_link(page, frame, where, probe, back_to, expected=()):
     """Click each hostile link of the answer in ``frame`` (by its words), going back to
-    ``back_to`` whenever a click navigates; {vector: what ran} for the clicks that ran something."""
+    ``back_to`` whenever a click navigates; {vector: what ran} for the clicks that ran something.
+    ``expected``: the vectors that must run here (the unsanitised control), each waited for."""
     ran = {}
     for vector in LINK_VECTORS:
         link = frame.get_by_text(link_text(vector)).first
@@ -327,6 +329,8 @@ def click_every_link(page, frame, where, probe, back_to):
         before = page.url
         probe.forget()
         link.click(no_wait_after=True)
+        if vector in expected:
+            probe.wait_for(page, [vector])
         page.wait_for_timeout(300)
         evidence = probe.evidence(page, settle_ms=200) if page.url == before else {"calls": probe.calls(),
                                                                                   "dialogs": list(probe.dialogs)}
@@ -360,8 +364,9 @@ def test_the_links_run_when_clicked_where_nothing_sanitises(file_tab, probe, tmp
     """Control: in the unsanitised rendering, clicking the javascript: links runs them."""
     page = formgrader_render(learner_cells(hostile_submission(probe)), tmp_path / "unsanitised-links.html")
     file_tab.page.goto(page.as_uri())
-    file_tab.page.wait_for_timeout(500)
-    ran = click_every_link(file_tab.page, file_tab.page.main_frame, "the unsanitised page", probe, page.as_uri())
+    file_tab.page.wait_for_load_state()
+    ran = click_every_link(file_tab.page, file_tab.page.main_frame, "the unsanitised page", probe, page.as_uri(),
+                           expected=RUNNABLE_LINKS)
     assert set(RUNNABLE_LINKS) <= set(ran), f"links that did not run even unsanitised: {set(RUNNABLE_LINKS) - set(ran)}"
 
 

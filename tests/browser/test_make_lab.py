@@ -23,13 +23,12 @@ def test_make_lab_serves_the_course_on_loopback(make_lab, browser, artifacts):
     if server is None:
         pytest.fail(reason)
     before = release_files()
-    port = server.port
     try:
         server.wait_ready()
-        # Where it serves: loopback, and the release folder as its root.
+        # Where it serves: loopback (where it answered), and the release folder as its root.
         info = [json.loads(p.read_text()) for p in server.runtime_dir.glob("jpserver-*.json")]
         assert len(info) == 1, info
-        assert info[0]["port"] == port and info[0]["hostname"] in ("127.0.0.1", "localhost"), info[0]
+        assert info[0]["port"] == server.port and info[0]["hostname"] in ("127.0.0.1", "localhost"), info[0]
         assert Path(info[0]["root_dir"]).resolve() == (ROOT / "notebooks").resolve(), info[0]
         assert server.proc.poll() is None
         with pytest.raises(urllib.error.HTTPError) as refused:    # the token is required

@@ -99,6 +99,26 @@ def contextualize(X):
     A = softmax(X @ np.swapaxes(X, -1, -2) / np.sqrt(X.shape[-1]), axis=-1)
     return [A @ X, A]
 ''',
+        "d_from_shape_1": '''
+def contextualize(X):
+    X = np.asarray(X, dtype=float)
+    d = X.shape[1]                              # the width of a (T, d) matrix; T once a batch axis comes first
+    A = softmax(X @ np.swapaxes(X, -1, -2) / np.sqrt(d), axis=-1)
+    return A @ X, A
+''',
+        "one_batch_axis_only": '''
+def contextualize(X):
+    X = np.asarray(X, dtype=float)
+    Xt = X.transpose(0, 2, 1) if X.ndim == 3 else X.T      # written for (T, d) and (B, T, d)
+    A = softmax(X @ Xt / np.sqrt(X.shape[-1]), axis=-1)
+    return A @ X, A
+''',
+        "returns_A_then_Y": '''
+def contextualize(X):
+    X = np.asarray(X, dtype=float)
+    A = softmax(X @ np.swapaxes(X, -1, -2) / np.sqrt(X.shape[-1]), axis=-1)
+    return A, A @ X
+''',
     },
 }
 
@@ -124,6 +144,9 @@ DIAGNOSES = {
         "plain_transpose_breaks_batches": (".t reverses",),
         "scales_X_in_place": ("in place", "argument x"),
         "returns_a_list": ('should return a tuple', 'return y, a'),
+        "d_from_shape_1": ('√t = √3', 'x.shape[-1]'),
+        "one_batch_axis_only": ('with two batch dimensions', 'transposed'),
+        "returns_A_then_Y": ('order', '(y, a)'),
     },
 }
 
@@ -145,6 +168,8 @@ REQUIREMENTS = {
         ("Return `(Y, A)`", "X of shape (5, 3)", "returns_a_list"),
         ("`A = softmax(X Xᵀ / √d)` row by row", "X of shape (5, 3)", "no_scale"),
         ("Leading batch dimensions must work", "a batch X of shape (2, 4, 6)", "plain_transpose_breaks_batches"),
+        ("Leading batch dimensions must work", "two batch dimensions, X of shape (2, 3, 4, 5)", "one_batch_axis_only"),
+        ('Return `(Y, A)`', 'X of shape (5, 3)', 'returns_A_then_Y'),
     ],
 }
 

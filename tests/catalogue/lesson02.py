@@ -82,6 +82,14 @@ def self_attention(X, W_Q, W_K, W_V):
     A = softmax(Q @ np.swapaxes(K, -1, -2), axis=-1)
     return A @ V, A
 ''',
+        "one_batch_axis_only": '''
+def self_attention(X, W_Q, W_K, W_V):
+    X = np.asarray(X, dtype=float)
+    Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+    Kt = np.transpose(K, (0, 2, 1)) if K.ndim == 3 else K.T     # written for (T, d) and (B, T, d)
+    A = softmax(Q @ Kt / np.sqrt(K.shape[-1]), axis=-1)
+    return A @ V, A
+''',
     },
 }
 
@@ -104,6 +112,7 @@ DIAGNOSES = {
         "keys_times_queries": ("transposed scores",),
         "plain_transpose_breaks_batches": (".t reverses",),
         "folds_scale_into_W_Q_in_place": ("in place", "w_q"),
+        "one_batch_axis_only": ('with two batch dimensions', 'transposed'),
     },
 }
 
@@ -116,13 +125,14 @@ REQUIREMENTS = {
         ("all `float64` (integer inputs are promoted", "integer X (4, 3) and integer weights (d_k = 2, d_v = 5)",
          "integers_not_promoted"),
         ("shared by every position and every sequence of a batch",
-         "a batch X of shape (2, 3, 5, 4) sharing one set of weights (d_k = 6, d_v = 3)", "hard_coded_two_dimensions"),
+         "a batch X of shape (3, 5, 4) sharing one set of weights (d_k = 2, d_v = 6)", "hard_coded_two_dimensions"),
     ],
     "self_attention": [
-        ("transpose only the last two axes of `K`", "a batch X of shape (2, 5, 3, 4) (d_k = 6, d_v = 3)",
+        ("transpose only the last two axes of `K`", "a batch X of shape (3, 4, 5) (d_k = 2, d_v = 3)",
          "plain_transpose_breaks_batches"),
         ("the width of the keys, **not** of `X`", "X (5, 4) with d_k = 3 and d_v = 2", "scale_by_sqrt_d_model"),
         ("`A` = softmax of each row (the last axis)", "X (5, 4) with d_k = 3 and d_v = 2", "softmax_down_the_columns"),
+        ('so that batch dimensions stay in front', 'two batch dimensions, X of shape (2, 5, 3, 4) (d_k = 6, d_v = 3)', 'one_batch_axis_only'),
     ],
 }
 

@@ -45,6 +45,13 @@ def dot_product_variance(d_k, n_samples=100_000, seed=0):
     q, k = g.standard_normal((n_samples, d_k)), g.standard_normal((n_samples, d_k))
     return float(np.var(np.sum(q * k, axis=1)))
 ''',
+        "reseeds_the_global_generator": '''
+def dot_product_variance(d_k, n_samples=100_000, seed=0):
+    np.random.seed(seed)                       # NumPy's global generator, shared with every other cell
+    q = np.random.standard_normal((n_samples, d_k))
+    k = np.random.standard_normal((n_samples, d_k))
+    return float(np.var(np.sum(q * k, axis=1)))
+''',
     },
     "softmax_jacobian": {
         "sign_flipped": '''
@@ -71,6 +78,11 @@ def softmax_jacobian(p):
 def softmax_jacobian(p):
     n = p.shape[0]                                      # a list has no .shape
     return np.diag(p) - np.outer(p, p).reshape(n, n)
+''',
+        "integer_J_for_integer_p": '''
+def softmax_jacobian(p):
+    p = np.asarray(p)                              # an integer p stays integer, and so does J
+    return np.diag(p) - np.outer(p, p)
 ''',
     },
     "scaled_dot_product_attention": {
@@ -197,6 +209,19 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     A = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
     return A @ V, A
 ''',
+        "one_batch_axis_only": '''
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    Kt = K.transpose(0, 2, 1) if K.ndim == 3 else K.T          # written for (T, d) and (B, T, d)
+    scores = Q @ Kt / np.sqrt(K.shape[-1])
+    if mask is None:
+        A = softmax(scores, axis=-1)
+        return A @ V, A
+    mask = np.broadcast_to(np.asarray(mask, dtype=bool), scores.shape)
+    visible = mask.any(axis=-1, keepdims=True)
+    A = softmax(np.where(visible, np.where(mask, scores, -np.inf), 0.0), axis=-1) * visible
+    return A @ V, A
+''',
     },
 }
 
@@ -212,6 +237,7 @@ DIAGNOSES = {
         "uniform_instead_of_normal": ("uniformly",),
         "ignores_n_samples": ('n_samples argument is ignored',),
         "fixed_seed_zero": ('seed=3 and seed=4 gave the same value',),
+        "reseeds_the_global_generator": ('global generator', 'default_rng(seed)'),
     },
     "softmax_jacobian": {
         "sign_flipped": ("sign is flipped",),
@@ -219,6 +245,7 @@ DIAGNOSES = {
         "identity_instead_of_diag_p": ("identity",),
         "kronecker_delta_dropped": ("kronecker delta is dropped",),
         "rejects_lists": ('raised attributeerror', 'list'),
+        "integer_J_for_integer_p": ('has dtype int64', 'float64'),
     },
     "scaled_dot_product_attention": {
         "no_scale": ("not scaled",),
@@ -232,6 +259,7 @@ DIAGNOSES = {
         "scales_Q_in_place": ("in place", "argument q"),
         "scipy_with_warnings_then_cleanup": ('may read nothing', 'warn'),
         "exp_without_max": ('overflow',),
+        "one_batch_axis_only": ('with two batch dimensions', 'transposed'),
     },
 }
 
@@ -244,10 +272,12 @@ REQUIREMENTS = {
         ("return the sample variance", "d_k = 4 with the default n_samples and seed", "standard_deviation"),
         ("The same seed must give the same number", MEASUREMENTS, "seed_ignored"),
         ("another seed gives another number", MEASUREMENTS, "fixed_seed_zero"),
+        ('a generator of its own', MEASUREMENTS, 'reseeds_the_global_generator'),
     ],
     "softmax_jacobian": [
         ("lists are accepted", "p given as a Python list of 3 floats", "rejects_lists"),
         ("p_i(\\delta_{ij} - p_j)", "p = softmax of 5 random logits", "kronecker_delta_dropped"),
+        ('as `float64`', 'a one-hot p of 4 integers', 'integer_J_for_integer_p'),
     ],
     "scaled_dot_product_attention": [
         ("with `d_k = K.shape[-1]`", "no mask, batch: Q (2, 3, 4, 9), K (2, 3, 7, 9), V (2, 3, 7, 2)",
@@ -265,6 +295,7 @@ REQUIREMENTS = {
         ("for logits of $\\pm 10^4$ too", "no mask, scores of about ±1e4: Q (3, 4), K (6, 4), V (6, 5)",
          "exp_without_max"),
         ("do not modify the\ninputs", "no mask: Q (4, 6), K (5, 6), V (5, 3)", "scales_Q_in_place"),
+        ('leading batch\ndimensions broadcast', 'no mask, batch: Q (2, 3, 4, 9), K (2, 3, 7, 9), V (2, 3, 7, 2)', 'one_batch_axis_only'),
     ],
 }
 

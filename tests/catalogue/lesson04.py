@@ -159,6 +159,14 @@ def causal_self_attention(X, W_Q, W_K, W_V):
     A = softmax(np.where(np.tril(np.ones((T, T), dtype=bool)), scores, -np.inf), axis=-1)
     return [A @ V, A]
 ''',
+        "mask_size_from_shape_0": '''
+def causal_self_attention(X, W_Q, W_K, W_V):
+    X = np.asarray(X, dtype=float)
+    Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    A = masked_softmax(S, causal_mask(X.shape[0]))         # T is X.shape[0] for one sequence only
+    return A @ V, A
+''',
     },
 }
 
@@ -191,9 +199,10 @@ DIAGNOSES = {
         "strict_mask_no_self": ('read itself',),
         "mask_with_triu": ("triu",),
         "scale_by_sqrt_d_v": ("√d_v",),
-        "hard_coded_shape_breaks_batches": ("wrong axis", "x.shape[-2]"),
+        "hard_coded_shape_breaks_batches": ("called your masked_softmax", "wrong axis", "x.shape[-2]"),
         "plain_transpose_breaks_batches": (".t reverses",),
         "returns_a_list": ('should return a tuple', 'return o, a'),
+        "mask_size_from_shape_0": ('called your masked_softmax', 'wrong axis', 'x.shape[-2]'),
     },
 }
 

@@ -42,6 +42,15 @@ def softmax_backward(dA, A):
     dS -= np.sum(np.asarray(dA) * A, axis=-1, keepdims=True)
     return A * dS
 ''',
+        "one_batch_axis_only": '''
+def softmax_backward(dA, A):
+    dA, A = np.asarray(dA, dtype=float), np.asarray(A, dtype=float)
+    if A.ndim == 3:                                              # a batch of (T_q, T_k) weights
+        inner = np.einsum("bij,bij->bi", A, dA)[..., None]
+    else:                                                        # written for (T_k,), (T_q, T_k), (B, T_q, T_k)
+        inner = (A * dA).sum(axis=-1, keepdims=True) if A.ndim == 1 else np.einsum("ij,ij->i", A, dA)[:, None]
+    return A * (dA - inner)
+''',
     },
     "numerical_gradient": {
         "forward_difference": '''
@@ -133,6 +142,33 @@ def numerical_gradient(f, x, h=1e-5):
         flat_grad[k] = (up - down) / (2 * h)
     return grad
 ''',
+        "restores_by_arithmetic": '''
+def numerical_gradient(f, x, h=1e-5):
+    probe = np.array(x, dtype=float)
+    grad = np.zeros(probe.shape)
+    for index in np.ndindex(probe.shape):
+        probe[index] += h
+        f_plus = f(probe.copy())
+        probe[index] -= 2 * h
+        f_minus = f(probe.copy())
+        probe[index] += h                          # back where it was, up to rounding
+        grad[index] = (f_plus - f_minus) / (2 * h)
+    return grad
+''',
+        "default_step_1e_6": '''
+def numerical_gradient(f, x, h=1e-6):
+    probe = np.array(x, dtype=float)
+    grad = np.zeros(probe.shape)
+    for index in np.ndindex(probe.shape):
+        original = probe[index]
+        probe[index] = original + h
+        f_plus = f(probe.copy())
+        probe[index] = original - h
+        f_minus = f(probe.copy())
+        probe[index] = original
+        grad[index] = (f_plus - f_minus) / (2 * h)
+    return grad
+''',
     },
     "attention_backward": {
         "dV_not_transposed": '''
@@ -183,6 +219,15 @@ def attention_backward(dO, Q, K, V, mask=None):
     dS = softmax_backward(dO @ V.T, A) / np.sqrt(K.shape[-1])
     return dS @ K, dS.T @ Q, dV
 ''',
+        "one_batch_axis_only": '''
+def attention_backward(dO, Q, K, V, mask=None):
+    dO, Q, K, V = (np.asarray(M, dtype=float) for M in (dO, Q, K, V))
+    tr = lambda M: M.transpose(0, 2, 1) if M.ndim == 3 else M.T     # written for (T, d) and (B, T, d)
+    _, A = scaled_dot_product_attention(Q, K, V, mask)
+    dV = tr(A) @ dO
+    dS = softmax_backward(dO @ tr(V), A) / np.sqrt(K.shape[-1])
+    return dS @ K, tr(dS) @ Q, dV
+''',
     },
     "self_attention_backward": {
         "weights_not_summed_over_batch": '''
@@ -229,6 +274,18 @@ def self_attention_backward(dO, X, W_Q, W_K, W_V, mask=None):
     mean_batch = lambda G, W: G.reshape(-1, *W.shape).mean(axis=0)
     return dX, mean_batch(Xt @ dQ, W_Q), mean_batch(Xt @ dK, W_K), mean_batch(Xt @ dV, W_V)
 ''',
+        "one_batch_axis_only": '''
+def self_attention_backward(dO, X, W_Q, W_K, W_V, mask=None):
+    dO, X = np.asarray(dO, dtype=float), np.asarray(X, dtype=float)
+    W_Q, W_K, W_V = (np.asarray(W, dtype=float) for W in (W_Q, W_K, W_V))
+    dQ, dK, dV = attention_backward(dO, X @ W_Q, X @ W_K, X @ W_V, mask)
+    if X.ndim == 3:                                       # a batch: sum over its sequences
+        grads = [np.einsum("btd,btk->dk", X, dP) for dP in (dQ, dK, dV)]
+    else:                                                 # written for (T, d) and (B, T, d)
+        grads = [X.T @ dP for dP in (dQ, dK, dV)]
+    dX = dQ @ W_Q.T + dK @ W_K.T + dV @ W_V.T
+    return (dX, *grads)
+''',
     },
 }
 
@@ -244,6 +301,7 @@ DIAGNOSES = {
         "sum_without_keepdims": ('pass keepdims=true',),
         "jacobian_for_one_row_only": ("one row at a time",),
         "subtracts_in_place_on_a_copy": ('cannot cast ufunc',),
+        "one_batch_axis_only": ('with two batch dimensions',),
     },
     "numerical_gradient": {
         "forward_difference": ("forward difference",),
@@ -253,6 +311,8 @@ DIAGNOSES = {
         "ignores_h": ("ignored",),
         "hands_f_the_working_array": ("fresh copy",),
         "perturbs_a_flat_reshape": ('not c-ordered',),
+        "restores_by_arithmetic": ('not put back exactly',),
+        "default_step_1e_6": ('default step h = 1e-5',),
     },
     "attention_backward": {
         "dV_not_transposed": ("a do instead of aᵀ do",),
@@ -261,6 +321,7 @@ DIAGNOSES = {
         "dK_missing_transpose": ("ds q instead of dsᵀ q",),
         "softmax_backward_without_subtraction": ("subtraction",),
         "plain_transpose_breaks_batches": (".t reverses",),
+        "one_batch_axis_only": ('with two batch dimensions',),
     },
     "self_attention_backward": {
         "weights_not_summed_over_batch": ('extra leading axes',),
@@ -268,6 +329,7 @@ DIAGNOSES = {
         "transposed_weight_gradients": ("transposed",),
         "mask_dropped": ("mask is left out",),
         "weights_averaged_over_batch": ("averaged",),
+        "one_batch_axis_only": ('with two batch dimensions',),
     },
 }
 
@@ -279,6 +341,7 @@ REQUIREMENTS = {
         ("Take the weighted sum along the last axis with `keepdims=True`", "weights of shape (4, 7)",
          "sum_without_keepdims"),
         ("Accept integer input", "an integer upstream gradient dA of shape (2, 4, 3)", "subtracts_in_place_on_a_copy"),
+        ('any number of leading axes', 'two batch dimensions, weights of shape (2, 2, 3, 4)', 'one_batch_axis_only'),
     ],
     "numerical_gradient": [
         ("Return the central-difference estimate", "f(y) = Σ c·sin(y) + Σ b·y² at x of shape (3, 4)",
@@ -293,12 +356,15 @@ REQUIREMENTS = {
         ("or a view that is not C-ordered",
          "the softmax loss f(S) = Σ G ⊙ softmax(S) at a transposed (not C-ordered) S of shape (5, 3)",
          "perturbs_a_flat_reshape"),
+        ('Put each entry back **exactly** after probing it', 'f(y) = Σ c·sin(y) + Σ b·y² at x of shape (3, 4)', 'restores_by_arithmetic'),
+        ('`numerical_gradient(f, x, h=1e-5)`', 'f(y) = Σ c·sin(y) + Σ b·y² at x of shape (3, 4)', 'default_step_1e_6'),
     ],
     "attention_backward": [
         ("Recompute `A` with the provided `scaled_dot_product_attention(Q, K, V, mask)`",
          "a key mask of shape (T_k,) with T_q = 4, T_k = 5", "mask_ignored"),
         ("$dV = A^\\top dO$", "Q, K of shape (2, 4, 6) and V of shape (2, 4, 3), no mask", "dV_not_transposed"),
         ("never `M.T`", "Q, K of shape (2, 4, 6) and V of shape (2, 4, 3), no mask", "plain_transpose_breaks_batches"),
+        ('`Q (..., T_q, d_k)`', 'two batch dimensions, Q of shape (2, 2, 3, 6), with a (T_q, T_k) = (3, 3) causal mask', 'one_batch_axis_only'),
     ],
     "self_attention_backward": [
         ("(summed over the batch)", "a batch X of shape (2, 5, 4), d_k = 6, d_v = 3, with a causal (T, T) mask",
@@ -307,6 +373,7 @@ REQUIREMENTS = {
          "dX_misses_the_key_path"),
         ("the mask is as in exercise 3", "a batch X of shape (2, 5, 4), d_k = 6, d_v = 3, with a causal (T, T) mask",
          "mask_dropped"),
+        ('`X` has shape `(..., T, d_model)`', 'two batch dimensions, X of shape (2, 2, 4, 3), d_k = 6, d_v = 5, with a (2, 2, 4, 4) mask holding a blind query row', 'one_batch_axis_only'),
     ],
 }
 

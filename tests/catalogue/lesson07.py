@@ -372,6 +372,7 @@ DIAGNOSES = {
         "fancy_index_loses_repeats": ("np.add.at",),
         "consistent_without_scale": ('leaves out the 1/√d_k scale',),
         "mean_over_all_positions": ('averaged over all',),
+        "value_path_missing_from_dX": ("value path", "dv w_vᵀ"),
     },
     "adam_step": {
         "gradient_ascent": ("subtract it",),
@@ -392,6 +393,7 @@ REQUIREMENTS = {
          "random ids (with repeats) of shape (2, 5), d_k=9 != d_v=3, 7 classes, causal=False", "always_causal"),
         ("$X = E_{\\text{name}}[\\text{names}] + E_{\\text{attr}}[\\text{attrs}]$",
          "task sequences (3 of them, 5 items each) with d_model=5, d_k=6, d_v=4", "forgets_the_attribute_table"),
+        ('Use `np.swapaxes(K, -1, -2)` for the transpose', 'task sequences (3 of them, 5 items each) with d_model=5, d_k=6, d_v=4', 'plain_transpose_breaks_batches'),
     ],
     "model_backward": [
         ("the mean cross-entropy (a float)", "task sequences (3 of them, 5 items each) with d_model=5, d_k=6, d_v=4",
@@ -400,6 +402,7 @@ REQUIREMENTS = {
          "scale_forgotten_in_backward"),
         ("which must be **added**", "task sequences (3 of them, 5 items each) with d_model=5, d_k=6, d_v=4",
          "fancy_index_loses_repeats"),
+        ('$dX = dQ\\,W_Q^\\top + dK\\,W_K^\\top + dV\\,W_V^\\top$', 'task sequences (3 of them, 5 items each) with d_model=5, d_k=6, d_v=4', 'value_path_missing_from_dX'),
     ],
     "adam_step": [
         ("leave the inputs unchanged", "the first step (t=1) from m = v = 0, shape (3, 4)", "updates_in_place"),
@@ -619,3 +622,7 @@ WRONG["model_backward"]["consistent_without_scale"] = _BY_HAND.replace(
     "c = 1.0                                        # the 1/√d_k left out, in the loss and the gradients alike")
 WRONG["model_backward"]["mean_over_all_positions"] = _BY_HAND.replace(
     "n = np.count_nonzero(graded)", "n = y.size                                     # every position, target or not")
+# X feeds the queries, the keys and the values; this one sends gradient back along two of them only.
+WRONG["model_backward"]["value_path_missing_from_dX"] = _BY_HAND.replace(
+    'dX = dQ @ p["W_Q"].T + dK @ p["W_K"].T + dV @ p["W_V"].T',
+    'dX = dQ @ p["W_Q"].T + dK @ p["W_K"].T                 # the value path dV @ W_Vᵀ is missing')

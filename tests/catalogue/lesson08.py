@@ -271,6 +271,38 @@ def tiled_attention(Q, K, V, block_size=64, causal=False):
         O[..., q0:q1, :] = acc / l
     return O
 ''',
+        # Ignores block_size: one query's whole row of scores at a time, an exact softmax of it.
+        "row_at_a_time_ignores_block_size": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    O = np.empty(batch + (T_q, V.shape[-1]))
+    for i in range(T_q):
+        s = Q[..., i:i + 1, :] @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+        if causal:
+            s[..., i + 1:] = -np.inf
+        w = np.exp(s - s.max(axis=-1, keepdims=True))
+        O[..., i:i + 1, :] = (w / w.sum(axis=-1, keepdims=True)) @ V
+    return O
+''',
+        # Cuts the queries into blocks but reads every key of a block at once (a strip of scores).
+        "query_blocks_with_all_keys": '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    O = np.empty(batch + (T_q, V.shape[-1]))
+    for q0 in range(0, T_q, block_size):
+        q1 = min(q0 + block_size, T_q)
+        last = q1 if causal else T_k
+        s = Q[..., q0:q1, :] @ np.swapaxes(K[..., :last, :], -1, -2) / np.sqrt(K.shape[-1])
+        if causal:
+            s = np.where(np.arange(last)[None, :] <= np.arange(q0, q1)[:, None], s, -np.inf)
+        p = np.exp(s - s.max(axis=-1, keepdims=True))
+        O[..., q0:q1, :] = (p / p.sum(axis=-1, keepdims=True)) @ V[..., :last, :]
+    return O
+''',
         "skips_the_diagonal_tile": '''
 def tiled_attention(Q, K, V, block_size=64, causal=False):
     Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
@@ -316,9 +348,20 @@ DIAGNOSES = {
         "strict_causal_boundary": ("j < i",),
         "skips_the_diagonal_tile": ("diagonal tile is skipped",),
         "rescale_exponent_flipped": ('upside down',),
+        "running_max_from_zero": ("starts at 0 instead of −∞",),
+        "batch_shape_from_the_keys": ("batch shape every input broadcasts to",),
+        "row_at_a_time_ignores_block_size": ("all t_k keys of a query at once",),
+        "query_blocks_with_all_keys": ("all t_k keys of a query at once",),
+        "scale_by_sqrt_d_v": ("√d_v instead of √d_k",),
+        "keys_transposed_with_dot_T": (".t reverses every axis",),
+        "output_in_the_inputs_dtype": ("dtype int64", "float64"),
+        "keys_counted_with_T_q": ("stops at t_q",),
+        "array_split_into_T_over_B_parts": ("asks for 0 parts",),
     },
 }
 
+
+_FIRST = "T = 10, d_k = 6, d_v = 5, block_size = 3 (3 does not divide 10)"
 
 #: Each requirement the lesson states, its hidden case and a WRONG entry that breaks it (see lesson01.py).
 REQUIREMENTS = {
@@ -331,6 +374,22 @@ REQUIREMENTS = {
          "block_size = 3", "no_running_max"),
         ("do not change `Q`, `K` or `V`", "T = 10, d_k = 6, d_v = 5, block_size = 3 (3 does not divide 10)",
          "scales_Q_in_place"),
+        ("process at most `block_size` keys", MEASUREMENTS, "row_at_a_time_ignores_block_size"),
+        ("`softmax(Q Kᵀ / √d_k) V`", _FIRST, "scale_by_d_k"),
+        ("with an\n  online softmax", _FIRST, "softmax_per_block_then_average"),
+        ("`block_size >= T` (a single\n  block)", "T = 10, block_size = 64 (one block holds every key)",
+         "array_split_into_T_over_B_parts"),
+        ("leading batch dimensions (`Q[..., a:b, :]` slices the token axis whatever comes before)",
+         "causal with a batch: Q, K of shape (2, 9, 6), V of shape (2, 9, 4), block_size = 4", "keys_transposed_with_dot_T"),
+        ("`T_q != T_k` when not causal", "T_q = 5 queries reading T_k = 13 keys, batch (2,), d_k = 9, block_size = 4",
+         "keys_counted_with_T_q"),
+        ("`d_k != d_v`", _FIRST, "scale_by_sqrt_d_v"),
+        ("integer inputs", "integer Q, K, V of shape (6, 3), block_size = 4", "output_in_the_inputs_dtype"),
+        ("Start with $m = -\\infty$", "a query whose every score lies below −1e3 and one whose every score lies "
+         "above +1e3 (the running max starts at −∞, not 0), block_size = 3", "running_max_from_zero"),
+        ("one `K` and `V` without a batch axis may serve a whole batch of\nqueries",
+         "a batch (3,) of queries, T_q = 5, reading one K (11, 6) and V (11, 4) without a batch axis (they "
+         "broadcast), block_size = 4", "batch_shape_from_the_keys"),
     ],
 }
 
@@ -430,3 +489,52 @@ WRONG["tiled_attention"]["builds_causal_mask_by_comparison"] = WRONG["tiled_atte
     "mask = (np.arange(T_q)[:, None] >= np.arange(T_k)) if causal else None")
 WRONG["tiled_attention"]["rescale_exponent_flipped"] = CORRECT["tiled_attention"]["key_blocks_only"].replace(
     "shrink = np.exp(running_max - new_max)", "shrink = np.exp(new_max - running_max)")
+# The other widths: scaled by the values' width, d_v, where d_k = K.shape[-1] is asked.
+WRONG["tiled_attention"]["scale_by_sqrt_d_v"] = WRONG["tiled_attention"]["scale_by_d_k"].replace(
+    "/ K.shape[-1]", "/ np.sqrt(V.shape[-1])")
+# K[..., a:b, :].T reverses the batch axes too: right for one sequence only.
+WRONG["tiled_attention"]["keys_transposed_with_dot_T"] = WRONG["tiled_attention"]["scale_by_d_k"].replace(
+    "/ K.shape[-1]", "/ np.sqrt(K.shape[-1])").replace("np.swapaxes(K[..., k0:k1, :], -1, -2)", "K[..., k0:k1, :].T")
+# Inputs kept as given and the output made in the queries' dtype: integer inputs give integer outputs.
+WRONG["tiled_attention"]["output_in_the_inputs_dtype"] = WRONG["tiled_attention"]["scale_by_d_k"].replace(
+    "/ K.shape[-1]", "/ np.sqrt(K.shape[-1])").replace(
+    "Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))", "Q, K, V = (np.asarray(a) for a in (Q, K, V))").replace(
+    "O = np.empty(batch + (T_q, V.shape[-1]))", "O = np.empty(batch + (T_q, V.shape[-1]), dtype=Q.dtype)")
+# The key loop runs to T_q, the number of queries, as if there were as many keys.
+WRONG["tiled_attention"]["keys_counted_with_T_q"] = WRONG["tiled_attention"]["scale_by_d_k"].replace(
+    "/ K.shape[-1]", "/ np.sqrt(K.shape[-1])").replace(
+    "for k0 in range(0, q1 if causal else T_k, block_size):", "for k0 in range(0, q1 if causal else T_q, block_size):")
+# The keys cut into T // block_size parts with np.array_split: no part at all once block_size > T.
+WRONG["tiled_attention"]["array_split_into_T_over_B_parts"] = '''
+def tiled_attention(Q, K, V, block_size=64, causal=False):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    m = np.full(batch + (T_q, 1), -np.inf)
+    l = np.zeros(batch + (T_q, 1))
+    acc = np.zeros(batch + (T_q, V.shape[-1]))
+    rows = np.arange(T_q)[:, None]
+    parts = T_k // block_size
+    start = 0
+    for K_part, V_part in zip(np.array_split(K, parts, axis=-2), np.array_split(V, parts, axis=-2)):
+        stop = start + K_part.shape[-2]
+        s = Q @ np.swapaxes(K_part, -1, -2) / np.sqrt(K.shape[-1])
+        if causal:
+            s = np.where(np.arange(start, stop)[None, :] <= rows, s, -np.inf)
+        m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+        p = np.exp(s - m_new)
+        c = np.exp(m - m_new)
+        l = c * l + p.sum(axis=-1, keepdims=True)
+        acc = c * acc + p @ V_part
+        m = m_new
+        start = stop
+    return acc / l
+'''
+# The running max starts at 0, not −inf: right while every row has a score above about −745.
+WRONG["tiled_attention"]["running_max_from_zero"] = CORRECT["tiled_attention"]["key_blocks_only"].replace(
+    "running_max = np.full(batch + (T_q, 1), -np.inf)", "running_max = np.zeros(batch + (T_q, 1))")
+# The output's batch shape read from the keys: the rows of a batch of queries sharing one K and V
+# do not fit in it.
+WRONG["tiled_attention"]["batch_shape_from_the_keys"] = WRONG["tiled_attention"]["scale_by_d_k"].replace(
+    "/ K.shape[-1]", "/ np.sqrt(K.shape[-1])").replace(
+    "batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])", "batch = K.shape[:-2]")

@@ -8,7 +8,6 @@ pasted in section 4 (``numerical_gradient``, ``split_heads``, ``merge_heads``,
 ``REQUIREMENTS`` lists the requirements each exercise states, with the hidden case that tests
 each one and an entry that breaks it (tests/test_requirements.py).
 """
-from catalogue import MEASUREMENTS
 
 
 def _cached_generate(embed_pe=True, pe_after=False, temperature="temperature", next_position="len(tokens) - 1",
@@ -441,12 +440,57 @@ def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
         tokens.append(sample_next(rows[-1], temperature, top_k, rng))
     return np.array(tokens), np.array(rows).reshape(n_new, wte.shape[0])
 ''',
+        # No cache and no (T, T) array either: every step pushes every token through the blocks again,
+        # one query at a time, each reading the keys and values of its prefix, recomputed.
+        "recomputes_every_token_without_cache": '''
+def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
+    rng = np.random.default_rng() if rng is None else rng
+    wte = params["wte"]
+    d = wte.shape[1]
+    tokens, rows = [int(t) for t in prompt], []
+    for _ in range(n_new):
+        pe = positional_encoding(len(tokens), d)
+        xs = [wte[token] + pe[t] for t, token in enumerate(tokens)]
+        for block in params["blocks"]:
+            n = block["n_heads"]
+            hs = [layer_norm(x, block["ln1_gamma"], block["ln1_beta"]) for x in xs]
+            keys = [split_heads((h @ block["W_K"])[None], n) for h in hs]
+            values = [split_heads((h @ block["W_V"])[None], n) for h in hs]
+            new_xs = []
+            for t, (x, h) in enumerate(zip(xs, hs)):
+                q = split_heads((h @ block["W_Q"])[None], n)
+                K, V = np.concatenate(keys[:t + 1], axis=-2), np.concatenate(values[:t + 1], axis=-2)
+                s = q @ np.swapaxes(K, -1, -2) / np.sqrt(q.shape[-1])
+                w = np.exp(s - s.max(axis=-1, keepdims=True))
+                x = x + merge_heads((w / w.sum(axis=-1, keepdims=True)) @ V)[0] @ block["W_O"]
+                h2 = layer_norm(x, block["ln2_gamma"], block["ln2_beta"])
+                new_xs.append(x + np.maximum(h2 @ block["W_1"] + block["b_1"], 0.0) @ block["W_2"] + block["b_2"])
+            xs = new_xs
+        rows.append(layer_norm(xs[-1], params["ln_f_gamma"], params["ln_f_beta"]) @ params["W_out"])
+        tokens.append(sample_next(rows[-1], temperature, top_k, rng))
+    return np.array(tokens), np.array(rows).reshape(n_new, wte.shape[0])
+''',
         # The temperature given is not passed on to sample_next.
         "temperature_not_passed_on": _cached_generate(temperature="1.0"),
         # The head width taken as d // n_heads, which holds only when W_Q has d columns.
         "head_width_from_d_model": _cached_generate(scale="np.sqrt(d // n)"),
     },
 }
+
+# rng handed on as it came: None when the caller gave none.
+WRONG["generate"]["rng_none_handed_on"] = _cached_generate().replace(
+    "    rng = np.random.default_rng() if rng is None else rng\n", "", 1)
+# The tokens returned as the Python list they were collected in.
+WRONG["generate"]["tokens_returned_as_a_list"] = _cached_generate().replace(
+    "return np.array(tokens), np.array(rows)", "return tokens, np.array(rows)")
+# A cache, but the layer norms written out inline instead of calling layer_norm.
+WRONG["generate"]["layer_norm_inlined_in_generate"] = _cached_generate().replace(
+    "def generate(", """def _normalise(x, gamma, beta, eps=1e-5):
+    mu = x.mean(axis=-1, keepdims=True)
+    return gamma * (x - mu) / np.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + eps) + beta
+
+
+def generate(""", 1).replace("h = layer_norm(", "h = _normalise(").replace("h2 = layer_norm(", "h2 = _normalise(")
 
 
 #: For each WRONG entry, words that the visible check's message must contain for it to name the
@@ -504,9 +548,13 @@ DIAGNOSES = {
         "position_off_by_one": ("off by one",),
         "prompt_without_causal_mask": ("without the causal mask",),
         "positions_added_after_the_blocks": ("after the blocks",),
-        "reruns_everything_each_step": ("square of the length",),
+        "reruns_everything_each_step": ("reruns the tokens already processed",),
         "temperature_not_passed_on": ("another temperature",),
         "head_width_from_d_model": ("√(d / n_heads)",),
+        "recomputes_every_token_without_cache": ("reruns the tokens already processed",),
+        "layer_norm_inlined_in_generate": ("use your layer_norm for every layer norm",),
+        "rng_none_handed_on": ("handed none on to sample_next",),
+        "tokens_returned_as_a_list": ("tokens should be an integer array",),
     },
 }
 
@@ -565,7 +613,12 @@ REQUIREMENTS = {
          "softmax_without_max"),
     ],
     "generate": [
-        ("never rerun the tokens already processed", MEASUREMENTS, "reruns_everything_each_step"),
+        ("never rerun the tokens already processed", _GEN_FIRST, "recomputes_every_token_without_cache"),
+        ("Use your `layer_norm` for every layer norm", _GEN_FIRST, "layer_norm_inlined_in_generate"),
+        ("make `rng = np.random.default_rng()` when it is `None`", "2 layers: a prompt of 3 tokens, 4 new tokens, "
+         "top_k = 1 and rng = None (greedy: generate makes its own generator)", "rng_none_handed_on"),
+        ("`tokens` the prompt followed by `n_new` new token ids (an integer\narray)", _GEN_FIRST,
+         "tokens_returned_as_a_list"),
         ("Positions count from 0 at the first prompt\ntoken", _GEN_FIRST, "position_off_by_one"),
         ("The prompt is fed in the same way, one\ntoken at a time, to fill the caches", _GEN_FIRST,
          "prompt_without_causal_mask"),

@@ -149,8 +149,12 @@ def test_generate_memory_is_judged_on_the_graders_figures_alone():
     assert "could not measure" in lesson09.judge_generate_memory(None, calls, unmeasured)
 
 
-def _memory_results(calls, bytes_of):
-    return [{"value": np.zeros(call.args[0].shape), "peak": bytes_of(call.args[0].shape[0], call.kwargs["causal"])}
+def _memory_results(calls, bytes_of, key_block_bytes=4_000_000):
+    """Results of lesson 08's memory calls: at each length ``bytes_of(T, causal)``; the key-block
+    call (a batch of queries reading shared keys) ``key_block_bytes``."""
+    return [{"value": np.zeros(call.args[0].shape[:-1] + call.args[2].shape[-1:]), "peak": key_block_bytes}
+            if "key_blocks" in call.note else
+            {"value": np.zeros(call.args[0].shape), "peak": bytes_of(call.args[0].shape[0], call.kwargs["causal"])}
             for call in calls]
 
 
@@ -162,6 +166,7 @@ def test_tiled_memory_is_judged_on_growth_and_a_short_call_cannot_buy_credit(mon
     from attention_grading.specs import lesson08_long_context as lesson08
 
     monkeypatch.setattr(lesson08, "_spot_error", lambda *args: 0.0)      # the values are not the point here
+    monkeypatch.setattr(lesson08, "_attention_error", lambda *args: 0.0)
     calls = lesson08.memory_calls(np.random.default_rng(5))
     judge_memory = functools.partial(lesson08.judge_memory, None, calls)
     assert judge_memory(_memory_results(calls, lambda T, causal: 3_000_000 + 2_500 * T)) is None
@@ -186,6 +191,47 @@ def test_tiled_memory_is_judged_on_growth_and_a_short_call_cannot_buy_credit(mon
         mask = judge_memory(_memory_results(calls, shared_kernel(
             lambda T, causal: 1_500_000 + 2_500 * T + (T * T if causal else 0) + (short_extra if T < long // 2 else 0))))
         assert "more memory than the full one" in mask and "causal mask" in mask
+
+
+def test_tiled_key_blocks_are_judged_on_the_memory_of_a_query_that_meets_all_its_keys(monkeypatch):
+    """Lesson 08's key-block call: a batch of sequences of a few queries reading many keys the batch
+    shares. What tiles of block_size keys take passes, with the 1 MB any call takes and copies of the
+    inputs as the probe receives them on top; one float64 score for every key, for one query of each
+    sequence, fails and says what is missing (in the visible check's words); so does a raise, a
+    wrong value, or a call the grader could not measure."""
+    from attention_course.long_context import key_block_problem
+    from attention_grading.specs import lesson08_long_context as lesson08
+
+    calls = lesson08.memory_calls(np.random.default_rng(7))
+    (call,) = [c for c in calls if "key_blocks" in c.note]
+    Q, K, V = call.args
+    batch, T_q, T_k = Q.shape[0], Q.shape[1], K.shape[0]
+    assert K.ndim == V.ndim == 2 and lesson08.FEW_BATCH[0] <= batch <= lesson08.FEW_BATCH[1]
+    assert lesson08.MANY_KEYS[0] <= T_k <= lesson08.MANY_KEYS[1] and call.memory and call.kernel is None
+    inputs = sum(a.nbytes for a in call.args)
+    assert inputs < 8 * batch * T_k / 8               # the inputs are small beside one row of scores per sequence
+    s = Q @ K.T / np.sqrt(K.shape[-1])
+    w = np.exp(s - s.max(axis=-1, keepdims=True))
+    O = (w / w.sum(axis=-1, keepdims=True)) @ V
+
+    def verdict(peak, value=O):
+        return lesson08.judge_key_blocks(call, {"value": value, "peak": peak})
+
+    base = lesson08.CALL_OVERHEAD + lesson08.INPUT_COPIES * inputs
+    tiles = 8 * batch * T_q * call.kwargs["block_size"] * 6
+    assert verdict(base + tiles) is None and verdict(base + 2 * tiles + 2_000_000) is None
+    row = verdict(base + 8 * batch * T_k)
+    assert "processes all T_k keys of a query at once: use blocks of block_size keys" in row
+    assert row == key_block_problem(8 * batch * T_k, batch, T_q, T_k, call.kwargs["block_size"],
+                                    row.split(" MB ", 1)[1].split(";")[0])
+    assert "raised ValueError" in lesson08.judge_key_blocks(call, {"raised": "ValueError: no"})
+    assert "differs from attention" in verdict(base, O + 1e-6)
+    assert "differs from attention" in verdict(base, np.where(np.arange(T_q)[:, None] == 0, np.nan, O))
+    assert "could not measure" in verdict(None)
+    monkeypatch.setattr(lesson08, "_spot_error", lambda *args: 0.0)
+    monkeypatch.setattr(lesson08, "judge_key_blocks", lambda call, result: "key blocks")
+    assert lesson08.judge_memory(None, calls, _memory_results(calls, lambda T, causal: 3_000_000 + 2_500 * T)) \
+        == "key blocks"                                # judged after the lengths, whose own figures pass
 
 
 def test_a_mistake_is_named_only_when_the_evidence_singles_it_out(cases):

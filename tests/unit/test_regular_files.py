@@ -61,19 +61,31 @@ def test_a_folder_that_is_a_link_is_not_walked(tmp_path):
         read_regular(folder / "reference.py")
 
 
+def _wait_for_the_file_clock_to_pass(probe, moment, timeout=60):
+    """Touch ``probe`` (a file outside the submission) until the change time the kernel gives it
+    is after ``moment`` (naive UTC): a change made next is dated after ``moment``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        probe.write_text("tick")
+        changed = datetime.datetime.fromtimestamp(probe.stat().st_ctime_ns / 1e9, datetime.timezone.utc)
+        if changed.replace(tzinfo=None) > moment:
+            return
+        time.sleep(0.001)
+    raise AssertionError(f"the file clock did not pass {moment} in {timeout} s")
+
+
 def test_the_recorded_time_is_the_last_change_and_utime_cannot_move_it_back(tmp_path):
     """Writing a file moves the submission's time forward; setting old access and modification
     times (all a learner's process can set) does not move it back."""
     folder, _ = hostile_folder(tmp_path)
     first = recorded_time(folder)
-    time.sleep(0.05)
+    _wait_for_the_file_clock_to_pass(tmp_path / "clock", first)
     (folder / "sub" / "notes.txt").write_text("changed after submitting")
     old = datetime.datetime(2000, 1, 1).timestamp()
     os.utime(folder / "sub" / "notes.txt", (old, old))
     os.utime(folder, (old, old))
     later = recorded_time(folder)
-    assert later > first
-    assert abs((later - datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)).total_seconds()) < 60
+    assert first < later <= datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
 def test_collect_copies_only_regular_files_and_writes_the_recorded_time(tmp_path):
@@ -125,3 +137,63 @@ def test_intake_reads_no_link_and_names_each(tmp_path):
 
 
 NOTEBOOK = '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
+
+
+def _inbound_submission(inbound, learner, stamp, files):
+    """A submission folder in nbgrader's inbound layout holding ``files`` ({name: bytes or size})."""
+    folder = inbound / f"{learner}+{LESSON}+{stamp} UTC"
+    folder.mkdir(parents=True)
+    for name, content in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, int):
+            with open(path, "wb") as fh:       # sparse: no block of it is written to the disk
+                fh.truncate(content)
+        else:
+            path.write_bytes(content)
+    return folder
+
+
+def test_collect_refuses_an_oversized_submission_by_its_sizes_and_goes_on(tmp_path, caplog, monkeypatch):
+    """A submission holding a sparse 2 GiB file, and one holding more files than allowed, are each
+    named with the reason and not collected, from lstat alone (this process's peak memory does not
+    grow by the file's size); the learners collected after them are."""
+    import resource
+    import sys
+
+    from nbgrader.auth import Authenticator
+    from nbgrader.coursedir import CourseDirectory
+
+    from attention_course.exchange import OwnedCollect
+
+    inbound = tmp_path / "exchange" / "attention" / "inbound"
+    notebook = b'{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
+    _inbound_submission(inbound, "alice", "2026-01-01 10:00:00.000000", {f"{LESSON}.ipynb": notebook,
+                                                                        "big.bin": 2 << 30})
+    _inbound_submission(inbound, "bob", "2026-01-01 10:00:01.000000",
+                        {f"{LESSON}.ipynb": notebook, **{f"many/{i}.txt": b"x" for i in range(60)}})
+    _inbound_submission(inbound, "carol", "2026-01-01 10:00:02.000000", {f"{LESSON}.ipynb": notebook})
+    (tmp_path / "course").mkdir()
+    monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}:{os.environ.get('PATH', '')}")   # nbgrader's alembic
+    coursedir = CourseDirectory(root=str(tmp_path / "course"), course_id="attention", assignment_id=LESSON)
+    collect = OwnedCollect(coursedir=coursedir, authenticator=Authenticator(), max_files=50)
+    collect.root = str(tmp_path / "exchange")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    with caplog.at_level("WARNING"):
+        collect.start()
+    grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
+    said = caplog.text
+    assert "alice+" in said and "more than 100,000,000 (CourseDirectory.max_dir_size" in said, said
+    assert "bob+" in said and "more than 50 files and folders" in said, said
+    submitted = tmp_path / "course" / "submitted"
+    assert sorted(p.name for p in submitted.iterdir()) == ["carol"]
+    assert (submitted / "carol" / LESSON / f"{LESSON}.ipynb").read_bytes() == notebook
+    assert grew < 200 << 20, f"collect's peak memory grew by {grew / 2**20:.0f} MiB"
+
+
+def test_walk_stops_at_its_total(tmp_path):
+    """walk(max_total=...): a file that would take the bytes read past the total is left out, named."""
+    (tmp_path / "a.txt").write_bytes(b"x" * 600)
+    (tmp_path / "b.txt").write_bytes(b"y" * 600)
+    files, skipped = walk(tmp_path, max_total=1000)
+    assert list(files) == ["a.txt"] and skipped == [("b.txt", "past the 1,000 bytes read in all")]

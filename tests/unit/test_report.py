@@ -68,3 +68,23 @@ def test_the_summary_table(tmp_path):
     summary = (tmp_path / "report" / "summary.md").read_text()
     assert "| 01 | 4 | 6 | 3.75 | 4.5 | 4.00 | 8 | 0 | 1 |" in summary
     assert "- carol / 01: the kernel died in cell 7" in summary.split("## Flagged for review", 1)[1]
+
+
+def test_the_page_holds_the_figures_and_shows_what_learners_wrote_as_text(tmp_path):
+    """index.html's lesson row holds the summary's figures; a diagnosis and a handed-in file's name
+    with markup in them are shown as text (the templates escape), never as markup; the warning of
+    an unsandboxed run comes first."""
+    import dataclasses
+
+    from attention_grading.intake import Problem
+
+    hostile = result("eve<script>", [0, 3], None)
+    hostile.checks[0] = dataclasses.replace(hostile.checks[0], diagnosis="forgot <b>the scale</b> & more")
+    problems = [Problem("zed", LESSON, "x<img src=x onerror=alert(1)>.ipynb", "not a notebook")]
+    page = report.build_report(tmp_path, [LESSON], rows({**FINAL, "eve<script>": 1.0}), problems, CLASS + [hostile],
+                               sandboxed=False, out=tmp_path / "report").read_text()
+    row = "".join(f"<td>{figure}</td>" for figure in ("01", 5, 6, "3.60", 3, "3.40", 8, 0, 1))
+    assert f"<tr>{row}</tr>" in page
+    assert "forgot &lt;b&gt;the scale&lt;/b&gt; &amp; more" in page and "x&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "<script" not in page and "<img src=x" not in page and "<b>" not in page
+    assert page.index("WARNING: graded WITHOUT a sandbox") < page.index("<h1>Grading report</h1>")

@@ -86,6 +86,17 @@ def test_harmless_markup_keeps_its_meaning():
     assert not any(n == "id" for _, n, _ in reading)
 
 
+def test_markup_outside_the_allow_list_is_shown_as_text():
+    """A script, an SVG or MathML island, a form: never markup again, but their words stay on the
+    page as text (a link's words inside an ``<svg>`` included), as a browser then shows them."""
+    out = clean('<p>See <svg><a xlink:href="javascript:alert(1)"><text y="15">svg link</text></a></svg> '
+                'and <script>alert("&amp;")</script><math><mi>x</mi></math><form><b>kept</b></form></p>')
+    reading = as_a_browser_reads(out)
+    assert {t for t, _, _ in reading} == {"DOCUMENT_FRAGMENT", "p", "a", "b"} and not [n for _, n, _ in reading if n]
+    assert not script_urls(out) and not active_content(out)
+    assert "svg link" in out and "&lt;script&gt;alert(\"&amp;amp;\")&lt;/script&gt;" in out and "<b>kept</b>" in out
+
+
 def answer_cell(source):
     """The written answer ``row_softmax_answer`` holding ``source``, its checksum the released
     stub's (as nbgrader's OverwriteCells leaves it)."""

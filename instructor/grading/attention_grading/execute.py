@@ -43,7 +43,7 @@ from .cells import CellPlan, error_output, grade_id, mentions, split_hidden
 from .fresh_measurement import FreshKernelMeasurement
 from .hidden_tests import Conversation, ConversationLimits, KernelSession, StopTest, cases_pass, decide, plan_calls
 from .kernel_time import OwnTimeLimits
-from .kernels import KernelSandboxError, SandboxedKernelManager, SandboxRequest
+from .kernels import KernelSandboxError, SandboxedKernelManager, SandboxRequest, shadowing_files
 from .learner_text import well_formed
 from .output_caps import OutputBudget
 from .recovery import KernelRecovery
@@ -151,6 +151,9 @@ class GuardedExecute(KernelRecovery, FreshKernelMeasurement, OwnTimeLimits, Exec
     def _prepare_sandbox(self, resources):
         """The kernel's scratch folder and sandbox request; a line describing the sandbox."""
         folder = (resources.get("metadata") or {}).get("path") or os.getcwd()
+        self._notes.flags += [vars(Flag(f"the submission handed in {entry!r} beside the notebook, under the name of an "
+                                        f"installed package ({name}): the kernel imports the installed one, never it"))
+                              for entry, name in shadowing_files(folder)]
         if not self.sandbox:
             self.log.warning("grading WITHOUT a sandbox (GuardedExecute.sandbox = False): learner code "
                              "runs with the grader's rights")

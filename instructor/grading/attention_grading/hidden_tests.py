@@ -30,7 +30,7 @@ from .judge import judge
 from .kernel_time import Allowance, kernel_pid
 from .learner_text import scrubbed, scrubbed_name
 from .results import CRASHED, REFUSED, TIMEOUT, Verdict
-from .spec import Call, Callback, Learner, Library
+from .spec import Call, Callback, Learner, Shared
 from .stand_in_bounds import StandInBounds, reference_seconds
 
 PROBE_SOURCE = Path(kernel_probe.__file__).read_text()
@@ -82,12 +82,19 @@ class StopTest(Exception):
 
 # ------------------------------------------------------------------ what the kernel is asked
 
-def wire_argument(value, callbacks):
-    """Encode an argument for the kernel; grader-side functions become callback ids."""
+def wire_argument(value, callbacks, shared=None):
+    """Encode an argument for the kernel; grader-side functions become callback ids; a ``Shared``
+    one becomes its place in ``shared`` (the batch's list of them), where it is encoded once."""
+    if isinstance(value, Shared):
+        if shared is None:
+            return kernel_probe.encode(value.value)
+        for index, (known, _) in enumerate(shared):
+            if known is value:
+                return {"shared": index}
+        shared.append((value, kernel_probe.encode(value.value)))
+        return {"shared": len(shared) - 1}
     if isinstance(value, Learner):
         return {"learner": value.name}
-    if isinstance(value, Library):
-        return {"library": [value.module, value.name]}
     if isinstance(value, Callback):
         key = f"callback-{len(callbacks)}"
         callbacks[key] = value.function
@@ -95,23 +102,34 @@ def wire_argument(value, callbacks):
     return kernel_probe.encode(value)
 
 
-def wire_call(target, args, kwargs, callbacks, record_warnings=False):
+def wire_call(target, args, kwargs, callbacks, record_warnings=False, shared=None, global_generator=False):
+    options = {"warnings": record_warnings, **({"global_generator": True} if global_generator else {})}
     return {"target": wire_argument(target, callbacks),
-            "args": [wire_argument(a, callbacks) for a in args],
-            "kwargs": {k: wire_argument(v, callbacks) for k, v in kwargs.items()},
-            "options": {"warnings": record_warnings}}
+            "args": [wire_argument(a, callbacks, shared) for a in args],
+            "kwargs": {k: wire_argument(v, callbacks, shared) for k, v in kwargs.items()},
+            "options": options}
+
+
+class Driven:
+    """A case's batch whose calls the spec's driver decides in the grader, one batch at a time
+    (``Spec.driver``)."""
+
+    def __init__(self, case):
+        self.case = case
 
 
 def plan_calls(spec, cases, g):
     """(batches of wire calls, callbacks, extra calls, the batches whose memory the grader
-    measures): one batch per case, then one of the extra calls (drawn from ``g``, the generator
-    the cases came from), except that each call whose memory is measured is a batch of its own.
+    measures): one batch per case (a ``Driven`` one for a spec with a driver), then one of the
+    extra calls (drawn from ``g``, the generator the cases came from), except that each call whose
+    memory is measured is a batch of its own.
 
     The measured batches come last, as ``{batch: the fresh kernel that serves it}`` (numbered from
     0); the batches of one kernel (``Call.kernel``) are consecutive, in the order given."""
     callbacks = {}
-    batches = [[wire_call(spec.target, case.args, case.kwargs, callbacks,
-                          record_warnings=spec.warnings_fail is not None)] for case in cases]
+    batches = [Driven(case) if spec.driver is not None else
+               [wire_call(spec.target, case.args, case.kwargs, callbacks, record_warnings=spec.warnings_fail is not None)]
+               for case in cases]
     extra = [c for c in (spec.extra_calls(g) if spec.extra_calls else []) if isinstance(c, Call)]
     plain, kernels, in_kernels = [c for c in extra if not c.memory], {}, []
     for position, call in enumerate(extra):
@@ -122,7 +140,8 @@ def plan_calls(spec, cases, g):
     extra = plain + [call for _, call in in_kernels]
 
     def wired(call):
-        return wire_call(call.target or spec.target, call.args, call.kwargs, callbacks, record_warnings=call.warnings)
+        return wire_call(call.target or spec.target, call.args, call.kwargs, callbacks, record_warnings=call.warnings,
+                         global_generator=call.global_generator)
 
     for call in plain:
         if len(batches) > len(cases):
@@ -150,6 +169,11 @@ class Conversation:
     one's probe before a given batch, ``resume`` lets the next kernel's probe take up from there
     (``GuardedExecute`` measures each call in a fresh kernel of its own).
 
+    A ``Driven`` batch is a driver's (``Spec.driver``): the conversation asks it for each next
+    list of calls as the last one's results come back, and records what it returns as that
+    case's one result. ``fresh_batch`` says whether the calls just handed out begin a new batch
+    (a new case's time) or go on with a driver's.
+
     Stand-ins and callbacks are answered within the test's own bounds (``stand_in_bounds``,
     derived from the batches it sends; ``cases``, when given, let it time the reference on them);
     each refusal is kept, in the grader's words, as ``refusals[batch]``. What the kernel reports
@@ -172,6 +196,8 @@ class Conversation:
         self.refusals = {}           # {batch index: the first stand-in call refused, in the grader's words}
         self.cases, self.kept, self._bounds = list(cases), kept, None
         self.started = self.finished = False
+        self.driving = self.driven_calls = None      # the running driver, the calls it handed out last
+        self.fresh_batch = False
 
     def serve_until(self, batch):
         """The probe in the current kernel stops before ``batch``."""
@@ -198,9 +224,16 @@ class Conversation:
                     "globals_of": list(self.spec.learner_functions), **kept, **self._next()}
         if op == "results" and self.started and self.next_batch > len(self.results):
             results = message.get("results")
-            if not isinstance(results, list) or len(results) != len(self.batches[len(self.results)]) \
+            expected = self.driven_calls if self.driving is not None else self.batches[len(self.results)]
+            if not isinstance(results, list) or len(results) != len(expected) \
                     or not all(isinstance(r, dict) for r in results):
                 raise StopTest(REFUSED, self.calls_done, "the kernel sent results that do not match the calls")
+            if self.driving is not None:
+                self.fresh_batch = False
+                for result in results:
+                    _scrub(result)
+                return self._drive([dict(r, value=kernel_probe.decode(r["value"])) if "value" in r else r
+                                    for r in results])
             peak = self._measured_growth(len(self.results))
             for result in results:
                 result.pop("peak", None)          # only the grader measures
@@ -216,11 +249,37 @@ class Conversation:
     def _next(self):
         if self.next_batch < self.until:
             self.next_batch += 1
+            self.fresh_batch = True
+            batch = self.batches[self.next_batch - 1]
+            if isinstance(batch, Driven):
+                self.driving = self.spec.driver(self.reference, batch.case)
+                return self._drive(None)
             if self.next_batch - 1 in self.measured and self.meter is not None and self.reset_meter:
                 self.meter.start()       # the last thing before the batch goes out
-            return {"calls": self.batches[self.next_batch - 1]}
+            return {"calls": batch}
         self.finished = True
         return {"stop": True}
+
+    def _drive(self, results):
+        """Send the driver the results of its last calls (None: start it); hand out the calls it
+        asks for next, or, once it returns, record its result as the case's and go on."""
+        try:
+            calls = next(self.driving) if results is None else self.driving.send(results)
+        except StopIteration as done:
+            self.driving = self.driven_calls = None
+            result = dict(done.value or {"raised": "the grader's driver returned nothing"})
+            if "value" in result:
+                result["value"] = kernel_probe.encode(result["value"])
+            self.results.append([result])
+            return self._next()
+        except Exception as exc:             # the grader's own code failed: the instructor is told
+            self.driving = self.driven_calls = None
+            raise StopTest(REFUSED, self.calls_done,
+                           f"the grader could not go on with this test ({type(exc).__name__}: {exc})"[:300]) from None
+        shared = []
+        self.driven_calls = [wire_call(call.target or self.spec.target, call.args, call.kwargs, self.callbacks,
+                                       record_warnings=call.warnings, shared=shared) for call in calls]
+        return {"calls": self.driven_calls, "shared": [blob for _, blob in shared]}
 
     def _measured_growth(self, batch):
         if batch not in self.measured or self.meter is None:
@@ -235,6 +294,9 @@ class Conversation:
         if self._bounds is None:
             own = []
             for batch in self.batches:
+                if isinstance(batch, Driven):      # a driver's calls come from its case
+                    own.append((list(batch.case.args), dict(batch.case.kwargs)))
+                    continue
                 for call in batch:
                     args = [kernel_probe.decode(a, lambda blob: None) for a in call.get("args", [])]
                     kwargs = {k: kernel_probe.decode(v, lambda blob: None) for k, v in call.get("kwargs", {}).items()}
@@ -281,7 +343,11 @@ class Conversation:
                 warnings.simplefilter("ignore")
                 value = function(*args, **kwargs)
         except Exception as exc:
-            return {"error": f"{key} raised {type(exc).__name__}: {exc}"[:300]}
+            if given is None:
+                return {"error": f"{key} raised {type(exc).__name__}: {exc}"[:300]}
+            # The stand-in is right: the learner's call that handed it these inputs is what to fix.
+            return {"error": f"your {self.spec.name} called {key} with {_described(given)}, and the correct {key} "
+                             f"the grader lends for this test raised {type(exc).__name__}: {str(exc)[:200]}"[:500]}
         finally:
             if given is not None:
                 self.stand_in_calls.setdefault(self.next_batch - 1, []).append((str(key), _after(given)))
@@ -328,6 +394,17 @@ def _given(function, args, kwargs):
             return value
         return {"type": type(value).__name__}
     return {name: summary(value) for name, value in bound.items()}
+
+
+def _described(given):
+    """``_given``'s record in words: "scores of shape (3, 6, 6), mask of shape (3, 3)"."""
+    def word(name, value):
+        if isinstance(value, dict) and "shape" in value:
+            return f"{name} of shape {tuple(value['shape'])}"
+        if isinstance(value, dict):
+            return f"{name}: {value.get('type', 'a generator')}"
+        return f"{name}={value!r}"
+    return ", ".join(word(name, value) for name, value in given.items()) or "no arguments"
 
 
 def _after(given):
@@ -410,7 +487,7 @@ class KernelSession:
                 except ValueError:
                     raise StopTest(REFUSED, conversation.calls_done, "the kernel sent a malformed request") from None
                 reply = conversation.reply(message)
-                if "calls" in reply:       # a new batch: its own time
+                if "calls" in reply and conversation.fresh_batch:    # a new batch: its own time
                     share = measurement_factor if conversation.next_batch > conversation.cases_batches else 1
                     allowance = Allowance(pid, share * timeout, stretch, until)
                 self.kc.input(json.dumps(reply))

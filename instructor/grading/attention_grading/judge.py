@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 from attention_course.forms import (array_problem, calls_problem, describe,  # noqa: F401 (describe, token_problem: for the specs)
-                                    returns_problem, token_problem)
+                                    order_problem, returns_problem, token_problem)
 
 from . import kernel_probe
 from .results import MUTATED, PASSED, RAISED, WRONG, Verdict
@@ -47,7 +47,8 @@ def compare_outputs(spec, mine, expected, equal_nan=False):
     """Compare a whole return value (one array or a tuple of them)."""
     if len(spec.outputs) == 1:
         return compare_arrays(f"Your `{spec.outputs[0]}`", mine, np.asarray(expected), spec, equal_nan)
-    problem = returns_problem(spec.name, mine, spec.outputs)
+    problem = returns_problem(spec.name, mine, spec.outputs) or order_problem(
+        spec.name, mine, spec.outputs, [np.shape(e) for e in expected])
     if problem:
         return problem
     for name, m, e in zip(spec.outputs, mine, expected):

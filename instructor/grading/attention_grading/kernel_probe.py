@@ -2,8 +2,9 @@
 
 The grader sends this file's text into the kernel for each hidden test (nothing is imported from
 the grading package there, which the kernel cannot even read). It asks the grader, over the
-kernel's own stdin channel, for calls to make: which learner function (or learner-package
-function) to call on which inputs. It returns each call's output, whether the call changed its
+kernel's own stdin channel, for calls to make: which learner function to call on which inputs
+(a loop of calls, such as a training run, is driven by the grader one batch at a time: no
+course code in the kernel, which the learner could rebind, takes part). It returns each call's output, whether the call changed its
 inputs, and the warnings the grader asked it to watch (memory is measured by the grader, outside
 the kernel: ``sandbox.meter``). Earlier graded functions that the
 tested one may call are replaced, for the duration, by stand-ins that ask the grader too (the
@@ -16,7 +17,6 @@ base64 arrays, never pickle, so that nothing a kernel sends can run code in the 
 """
 import base64
 import hashlib
-import importlib
 import json
 import numbers
 import sys
@@ -146,7 +146,7 @@ def decode(blob, resolve=None):
         return None
     if "generator" in blob:
         return _generator(blob["generator"]) if isinstance(blob["generator"], dict) else Opaque("malformed")
-    if resolve is not None and ("learner" in blob or "callback" in blob or "library" in blob):
+    if resolve is not None and ("learner" in blob or "callback" in blob or "shared" in blob):
         return resolve(blob)
     return Opaque(str(blob.get("other", "unknown")))
 
@@ -230,22 +230,22 @@ def _stand_in(kind, key, ask):
     return stand_in
 
 
-def _resolver(namespace, ask):
+def _resolver(namespace, ask, shared=()):
     def resolve(blob):
         if "learner" in blob:
             return namespace[blob["learner"]]
-        if "library" in blob:
-            module, name = blob["library"]
-            return getattr(importlib.import_module(module), name)
+        if "shared" in blob:          # one object the calls of a batch share (a Generator drawn from in turn)
+            index = blob["shared"]
+            return shared[index] if isinstance(index, int) and 0 <= index < len(shared) else Opaque("malformed")
         return _stand_in("callback", blob["callback"], ask)
     return resolve
 
 
-def _call(call, namespace, ask):
+def _call(call, namespace, ask, shared=()):
     """Make one call; report its output (or exception), whether it changed its inputs, the
-    warnings the grader asked for, and its time."""
+    warnings the grader asked for, and its time. ``shared``: the batch's shared arguments."""
     out = {}
-    resolve = _resolver(namespace, ask)
+    resolve = _resolver(namespace, ask, shared)
     try:
         target = decode(call["target"], resolve)
     except KeyError as exc:
@@ -253,6 +253,9 @@ def _call(call, namespace, ask):
     args = [decode(a, resolve) for a in call.get("args", [])]
     kwargs = {k: decode(v, resolve) for k, v in call.get("kwargs", {}).items()}
     options = call.get("options", {})
+    if options.get("global_generator"):      # a fresh state from the OS: no seed the call sets can equal it
+        np.random.seed(None)
+        global_before = np.random.get_state()
     saved = sys.stdout, sys.stderr
     started = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught, \
@@ -269,6 +272,10 @@ def _call(call, namespace, ask):
         finally:
             sys.stdout, sys.stderr = saved
     out["seconds"] = time.perf_counter() - started
+    if options.get("global_generator"):      # did it reseed or draw from NumPy's global generator?
+        after = np.random.get_state()
+        out["global_generator_moved"] = not (after[0] == global_before[0] and np.array_equal(after[1], global_before[1])
+                                             and tuple(after[2:]) == tuple(global_before[2:]))
     if "raised" not in out:
         out["value"] = encode(value)
     if options.get("warnings"):
@@ -326,8 +333,9 @@ def serve(namespace, ask):
     saved, missing = _install(reply.get("substitutes", []), namespaces, ask)
     try:
         while "calls" in reply:
-            message = {"op": "results", "results": [_call(c, functions, ask) for c in reply["calls"]]}
-            reply = None          # this batch's arguments are freed before the next batch arrives
+            shared = [decode(blob) for blob in reply.get("shared") or []]    # decoded once for the batch
+            message = {"op": "results", "results": [_call(c, functions, ask, shared) for c in reply["calls"]]}
+            reply = shared = None     # this batch's arguments are freed before the next batch arrives
             reply = ask(message)
     finally:
         _restore(saved, missing)

@@ -35,7 +35,7 @@ from traitlets import default
 
 from . import sandbox
 from .paths import INSTRUCTOR_DIR
-from .sandbox import support
+from .sandbox import channels, support
 from .sandbox.account import kernel_account
 from .sandbox.limits import Limits
 from .zygote_client import BLAS_THREADS, KERNEL_MALLOC, ForkedProcess, zygote_for
@@ -45,6 +45,35 @@ GRADER_FILES = ("grading-notes.json", "grading-result.json")
 
 LAUNCH_SCRIPT = Path(__file__).parent / "sandbox" / "launch.py"
 CHANNELS = "ch"        # the channels' socket paths: <folder of the connection file>/ch-<n>
+
+
+def shadowing_files(folder):
+    """``[(file name, package name)]``: what was handed in beside the notebook under the name of
+    a module the kernel imports from its installation (``attention_course/``, ``numpy.py``). The
+    kernel imports the installed one (``channels.folder_last``); an instructor is told anyway."""
+    import importlib.machinery
+
+    installed = [p for p in sys.path if p and os.path.isdir(p) and os.path.realpath(p) != os.path.realpath(folder)]
+    found = []
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return found
+    for entry in names:
+        if entry.endswith(".ipynb") or entry in GRADER_FILES or entry.startswith("."):
+            continue
+        if os.path.isdir(os.path.join(folder, entry)):
+            name = entry
+        elif entry.endswith((".py", ".pyc", ".so", ".pyd")):
+            name = entry.split(".", 1)[0]
+        else:
+            continue
+        if not name.isidentifier():
+            continue
+        if name in sys.builtin_module_names or name in getattr(sys, "stdlib_module_names", ()) or \
+                importlib.machinery.PathFinder.find_spec(name, installed) is not None:
+            found.append((entry, name))
+    return found
 
 
 class SandboxRequest:
@@ -133,6 +162,8 @@ class SandboxedProvisioner(LocalProvisioner):
                 fh.write(policy.to_json())
             cmd = [sys.executable, "-I", str(LAUNCH_SCRIPT), policy_file, "--", *cmd]
             kwargs = dict(kwargs, env=policy.env, cwd=request.scratch)
+        else:      # no sandbox, started cold: the kernel's folder stays off sys.path (no handed-in file shadows a package)
+            cmd = [*cmd, channels.IGNORE_CWD]
         return await super().launch_kernel(cmd, **kwargs)
 
     def _policy(self, request, env):

@@ -15,7 +15,7 @@ import html
 import re
 from html.parser import HTMLParser
 
-import bleach
+import nh3
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
 MATHML_TAGS = {"math", "mi", "mn", "mo", "ms", "mspace", "mtext", "mrow", "mfrac", "msqrt", "mroot",
@@ -39,8 +39,8 @@ def to_mathml(tex, display=False):
         markup = convert(tex, display="block" if display else "inline")
     except Exception:      # latex2mathml raises many kinds on TeX it does not know
         return f'<code class="tex">{html.escape(tex)}</code>'
-    return bleach.clean(markup, tags=MATHML_TAGS, attributes={"*": MATHML_ATTRIBUTES}, strip=True,
-                        strip_comments=True)
+    return nh3.clean(markup, tags=MATHML_TAGS, attributes={"*": set(MATHML_ATTRIBUTES)}, strip_comments=True,
+                     link_rel=None)
 
 
 # A formula as nbconvert's Markdown renderer writes it into HTML for MathJax (``$$...$$`` for

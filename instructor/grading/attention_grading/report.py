@@ -7,9 +7,10 @@ and median over the autograded checks only: written answers, graded by hand, are
 beside the final mean; histograms of autograded points with a bar on each whole score; the pass
 rate of every exercise and of every check, the most frequent diagnosed mistakes (the judge's
 diagnoses, as data); submissions flagged for review (kernel deaths, hangs, restarts, broken
-protocol) and ungradable ones. Built by ``attention_grading.grade``.
+protocol) and ungradable ones. Built by ``attention_grading.grade``; both files are rendered from
+Jinja2 templates (``templates/report``), the page with autoescaping on.
 """
-import html
+import functools
 import math
 import statistics
 from collections import Counter, defaultdict
@@ -159,6 +160,22 @@ def _plot_rates(rates, title, path):
     plt.close(fig)
 
 
+UNSANDBOXED = ("WARNING: graded WITHOUT a sandbox (--unsandboxed): learner code ran with the grader's rights; "
+               "these grades cannot be trusted against a hostile submission.")
+FIGURES_NOTE = ("Autograded figures count the autograded checks only (written answers are graded by hand); the "
+                "final mean is the gradebook's (manual grades and late penalties included), as in grades.csv.")
+
+
+@functools.lru_cache(maxsize=1)
+def _templates():
+    """The report's Jinja2 templates (``templates/report``): the page autoescaped, the Markdown as written."""
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+    return Environment(loader=FileSystemLoader(Path(__file__).with_name("templates") / "report"),
+                       autoescape=lambda name: name.endswith(".html.j2"), undefined=StrictUndefined,
+                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+
+
 def build_report(root, lessons, rows, problems, results, sandboxed=True, out=None):
     """Write the report; return the path of index.html."""
     root = Path(root)
@@ -182,67 +199,21 @@ def build_report(root, lessons, rows, problems, results, sandboxed=True, out=Non
         images.append(("Pass rate per check", "checks.png"))
 
     ungradable = [f"{p.student} / {p.lesson}: `{p.path}`: {p.message}" for p in problems if p.fatal]
-    flagged = review_flags(results)
     notes = [f"{p.student or 'submitted/'}: `{p.path}`: {p.message}" for p in problems if not p.fatal]
-    warning = ([] if sandboxed else
-               ["**WARNING: graded WITHOUT a sandbox (--unsandboxed): learner code ran with the grader's "
-                "rights; these grades cannot be trusted against a hostile submission.**", ""])
-
-    md = ["# Grading report", "", *warning, f"{len(students)} learner(s), {len(lessons)} lesson(s).", "",
-          "Autograded figures count the autograded checks only (written answers are graded by hand); the "
-          "final mean is the gradebook's (manual grades and late penalties included), as in grades.csv.", "",
-          "| lesson | graded | autograded max | autograded mean | autograded median | final mean | final max "
-          "| ungradable | awaiting manual grading |",
-          "|---|---|---|---|---|---|---|---|---|"]
-    md += [f"| {f.lesson} | {f.graded} | {f.autograded_max:g} | {f.autograded_mean:.2f} | {f.autograded_median:g} "
-           f"| {f.final_mean:.2f} | {f.final_max:g} | {f.ungradable} | {f.awaiting} |" for f in by_lesson]
-    md += ["", "## Pass rate per exercise", ""]
-    md += [f"- {k}: {100 * v:.0f}%" for k, v in exercise_rates] or ["- (nothing graded)"]
-    md += ["", "## Pass rate per check", ""]
-    md += [f"- {k}: {100 * v:.0f}%" for k, v in check_rates] or ["- (nothing graded)"]
-    md += ["", "## Most frequent diagnosed mistakes", ""]
-    md += [f"- {count} × {lesson} · {check}: {text}" for (lesson, check, text), count in named.most_common(15)] \
-        or ["- (none)"]
-    md += ["", "## Other failure messages", ""]
-    md += [f"- {count} × {lesson} · {check}: {text}" for (lesson, check, text), count in other.most_common(10)] \
-        or ["- (none)"]
-    md += ["", "## Could not be graded", ""] + ([f"- {line}" for line in ungradable] or ["- (none)"])
-    md += ["", "## Flagged for review", ""] + ([f"- {line}" for line in flagged] or ["- (none)"])
-    md += ["", "## Notes on submissions", ""] + ([f"- {line}" for line in notes] or ["- (none)"])
-    (out / "summary.md").write_text("\n".join(md) + "\n")
-
-    esc = html.escape
-    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>Grading report</title>",
-             "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
-             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px}"
-             "th{background:#eee}.warning{color:#a00;font-weight:bold}</style></head><body>",
-             *(f"<p class='warning'>{esc(w.strip('*'))}</p>" for w in warning if w),
-             "<h1>Grading report</h1>",
-             f"<p>{len(students)} learner(s), {len(lessons)} lesson(s). Autograded figures count the "
-             "autograded checks only (written answers are graded by hand); the final mean is the "
-             "gradebook's (manual grades and late penalties included), as in grades.csv.</p>",
-             "<table><tr><th>lesson</th><th>graded</th><th>autograded max</th><th>autograded mean</th>"
-             "<th>autograded median</th><th>final mean</th><th>final max</th><th>ungradable</th>"
-             "<th>awaiting manual grading</th></tr>"]
-    parts += [f"<tr><td>{esc(f.lesson)}</td><td>{f.graded}</td><td>{f.autograded_max:g}</td>"
-              f"<td>{f.autograded_mean:.2f}</td><td>{f.autograded_median:g}</td><td>{f.final_mean:.2f}</td>"
-              f"<td>{f.final_max:g}</td><td>{f.ungradable}</td><td>{f.awaiting}</td></tr>" for f in by_lesson]
-    parts.append("</table>")
-    for title, name in images:
-        parts.append(f"<h2>{esc(title)}</h2><img src='{name}' alt='{esc(title)}'>")
-
-    def listing(title, items):
-        parts.append(f"<h2>{esc(title)}</h2><ul>")
-        parts.extend(f"<li>{esc(item)}</li>" for item in items)
-        if not items:
-            parts.append("<li>(none)</li>")
-        parts.append("</ul>")
-
-    listing("Most frequent diagnosed mistakes", [f"{c} × {l} · {k}: {t}" for (l, k, t), c in named.most_common(15)])
-    listing("Other failure messages", [f"{c} × {l} · {k}: {t}" for (l, k, t), c in other.most_common(10)])
-    listing("Could not be graded", ungradable)
-    listing("Flagged for review", flagged)
-    listing("Notes on submissions", notes)
-    parts.append("</body></html>")
-    (out / "index.html").write_text("\n".join(parts))
+    context = {
+        "sandboxed": sandboxed, "unsandboxed_warning": UNSANDBOXED, "figures_note": FIGURES_NOTE,
+        "students": len(students), "lessons": lessons, "by_lesson": by_lesson, "images": images,
+        "pass_rates": [("Pass rate per exercise", [f"{k}: {100 * v:.0f}%" for k, v in exercise_rates],
+                        "(nothing graded)"),
+                       ("Pass rate per check", [f"{k}: {100 * v:.0f}%" for k, v in check_rates], "(nothing graded)")],
+        "listings": [
+            ("Most frequent diagnosed mistakes", [f"{c} × {l} · {k}: {t}" for (l, k, t), c in named.most_common(15)],
+             "(none)"),
+            ("Other failure messages", [f"{c} × {l} · {k}: {t}" for (l, k, t), c in other.most_common(10)], "(none)"),
+            ("Could not be graded", ungradable, "(none)"),
+            ("Flagged for review", review_flags(results), "(none)"),
+            ("Notes on submissions", notes, "(none)")],
+    }
+    for name in ("summary.md", "index.html"):
+        (out / name).write_text(_templates().get_template(f"{name}.j2").render(context))
     return out / "index.html"

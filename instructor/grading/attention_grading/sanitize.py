@@ -2,8 +2,9 @@
 runs in the instructor's browser (the formgrader, the feedback, an autograded notebook opened in a
 page).
 
-Sanitised with bleach, the sanitiser nbconvert uses for ``HTMLExporter.sanitize_html``, and then
-checked once more as a browser would read it (``inert``):
+Sanitised with nh3 (the binding of Ammonia, an HTML5 sanitiser that parses as browsers do), and
+then checked once more as a browser would read it (``inert``); markup outside the allow-list is
+shown as text rather than dropped, so the learner's words stay readable:
 - code cell outputs (printed by learner code): HTML and Markdown are always cleaned (only
   harmless tags and attributes kept); output metadata keeps only numeric image sizes (nbconvert
   writes them into the page unquoted), and an image that is not base64 is dropped;
@@ -25,8 +26,7 @@ import html
 import re
 from html.parser import HTMLParser
 
-import bleach
-from bleach.css_sanitizer import CSSSanitizer
+import nh3
 from nbconvert.filters.markdown import markdown2html
 from nbgrader.preprocessors import NbGraderPreprocessor
 
@@ -41,7 +41,16 @@ ATTRIBUTES = {"*": ["class", "title", "align", "style"], "a": ["href", "title", 
               "img": ["src", "alt", "width", "height"], "td": ["colspan", "rowspan"],
               "th": ["colspan", "rowspan", "scope"], "ol": ["start"]}
 PROTOCOLS = {"http", "https", "mailto"}   # no javascript:, vbscript: or data:
-_CSS = CSSSanitizer()
+# The CSS properties a style keeps (presentation only; those bleach's CSS sanitiser kept before).
+STYLE_PROPERTIES = {
+    "azimuth", "background-color", "border-bottom-color", "border-collapse", "border-color", "border-left-color",
+    "border-right-color", "border-top-color", "clear", "color", "cursor", "direction", "display", "elevation",
+    "float", "font", "font-family", "font-size", "font-style", "font-variant", "font-weight", "height",
+    "letter-spacing", "line-height", "overflow", "pause", "pause-after", "pause-before", "pitch", "pitch-range",
+    "richness", "speak", "speak-header", "speak-numeral", "speak-punctuation", "speech-rate", "stress",
+    "text-align", "text-decoration", "text-indent", "unicode-bidi", "vertical-align", "voice-family", "volume",
+    "white-space", "width", "fill", "fill-opacity", "fill-rule", "stroke", "stroke-linecap", "stroke-linejoin",
+    "stroke-opacity", "stroke-width"}
 
 # What a browser ignores inside a URL's scheme (ASCII tab and newlines anywhere, other control
 # characters and spaces around it), and the schemes that run or embed content.
@@ -79,9 +88,50 @@ def safe_attribute(name, value):
     return True
 
 
-def _allowed(tag, name, value):
-    allowed = name in ATTRIBUTES.get(tag, ()) or name in ATTRIBUTES["*"]
-    return allowed and safe_attribute(name, value)
+def _kept_value(tag, name, value):
+    """nh3's attribute filter: an allowed attribute's value, or None when it could run something."""
+    return value if safe_attribute(name, value) else None
+
+
+class _DisallowedAsText(HTMLParser):
+    """Rewrites a piece of HTML with every tag outside TAGS (and what a script or style holds)
+    escaped as text, and its text re-escaped: nh3 removes what it does not allow, and this keeps
+    the learner's words (a link inside an ``<svg>``, a ``<script>`` written as an example) on the
+    page as text, as nbconvert's sanitiser used to. It can only turn markup into text; nh3 still
+    cleans everything that is left."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.out = []
+
+    def handle_starttag(self, tag, attrs):
+        raw = self.get_starttag_text()
+        self.out.append(raw if tag in TAGS else html.escape(raw))
+
+    handle_startendtag = handle_starttag
+
+    def handle_endtag(self, tag):
+        self.out.append(f"</{tag}>" if tag in TAGS else html.escape(f"</{tag}>"))
+
+    def handle_data(self, data):              # entities decoded (a script's or style's text as written)
+        self.out.append(html.escape(data, quote=False))
+
+    def handle_comment(self, data):
+        pass                                   # comments are never kept
+
+    def handle_decl(self, decl):
+        self.out.append(html.escape(f"<!{decl}>"))
+
+    def handle_pi(self, data):
+        self.out.append(html.escape(f"<?{data}>"))
+
+    def unknown_decl(self, data):
+        self.out.append(html.escape(f"<![{data}]>"))
+
+    def rewritten(self, markup):
+        self.feed(markup)
+        self.close()
+        return "".join(self.out)
 
 
 class _Inspector(HTMLParser):
@@ -120,12 +170,16 @@ def active_content(html_text):
     return inspector.found
 
 
+_NH3_ATTRIBUTES = {tag: set(names) for tag, names in ATTRIBUTES.items()}
+
+
 @functools.lru_cache(maxsize=8192)
 def clean(html_text):
     """``html_text`` with only harmless tags, attributes, link protocols and styles left, and
     nothing that runs however a browser decodes it; text only if the check still finds any."""
-    cleaned = bleach.clean(html_text, tags=TAGS, attributes=_allowed, protocols=PROTOCOLS,
-                           css_sanitizer=_CSS, strip=False, strip_comments=True)
+    cleaned = nh3.clean(_DisallowedAsText().rewritten(html_text), tags=TAGS, attributes=_NH3_ATTRIBUTES,
+                        attribute_filter=_kept_value, url_schemes=PROTOCOLS, filter_style_properties=STYLE_PROPERTIES,
+                        strip_comments=True, link_rel=None)
     if active_content(cleaned):           # never seen; fail closed rather than trust the cleaner
         return html.escape(html_text)
     return cleaned

@@ -7,7 +7,10 @@ submission's attempt (``case_generator``, ``attempts``): they differ from one at
 so recording them teaches nothing, and only the same attempt graded again gets the same cases. A
 case's arguments may name things that live in the kernel (``Learner``: one of
 the learner's functions) or in the grader (``Callback``: a function the grader evaluates when the
-kernel calls it, such as a loss for ``numerical_gradient``).
+kernel calls it, such as a loss for ``numerical_gradient``). Where a case needs more than one
+call (a training loop, a sampler), the loop runs in the grader (``Spec.driver``) and only the
+learner's function runs in the kernel: no code of the course's that the learner could rebind
+there takes part in a verdict.
 """
 import hashlib
 import hmac
@@ -23,11 +26,12 @@ class Learner:
     name: str
 
 
-@dataclass(frozen=True)
-class Library:
-    """A function of the learner package (``attention_course``), called in the kernel."""
-    module: str
-    name: str
+@dataclass(eq=False)
+class Shared:
+    """An argument that the calls of one batch share: sent once, decoded once in the kernel, the
+    same object in each call, in turn (a Generator drawn from by one call after another, as in a
+    loop). Used by drivers (``Spec.driver``)."""
+    value: Any
 
 
 @dataclass
@@ -57,6 +61,8 @@ class Call:
     # None: a fresh kernel of its own.
     kernel: Any = None
     warnings: bool = False       # record the RuntimeWarnings it raises
+    # report whether it reseeded or drew from NumPy's global generator (``global_generator_moved``)
+    global_generator: bool = False
     note: Any = None             # what judge_extra needs besides the call (stays in the grader)
 
 
@@ -123,6 +129,13 @@ class Spec:
     learner_functions: tuple = ()
     # Each case may take this many times the grader's time for one call (a training run, say).
     time_factor: float = 1.0
+    # A case that is a loop of calls (a training run, thousands of draws): ``driver(R, case)`` is a
+    # generator run by the grader, outside the learner's reach. It yields lists of ``Call``s of the
+    # learner's functions (independent calls, made in the kernel in one batch through the probe),
+    # is sent each list's results (``{"value": decoded}`` or ``{"raised": message}``, in order) and
+    # returns the case's result, judged as one call's would be: ``{"value": anything}`` or
+    # ``{"raised": message}``. The case's time (``time_factor``) covers every batch.
+    driver: Optional[Callable] = None
 
     def __post_init__(self):
         if self.target is None:

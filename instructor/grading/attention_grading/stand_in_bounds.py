@@ -32,6 +32,7 @@ import time
 import numpy as np
 
 from . import kernel_probe
+from .spec import Shared
 
 
 def _sizes(value, found):
@@ -43,6 +44,8 @@ def _sizes(value, found):
             stack.extend(item)
         elif isinstance(item, dict):
             stack.extend(item.values())
+        elif isinstance(item, Shared):          # an argument a driver's calls share
+            stack.append(item.value)
         elif isinstance(item, np.ndarray):
             found[0] = max(found[0], *item.shape) if item.shape else found[0]
             found[1] += item.size

@@ -62,12 +62,16 @@ def become_kernel(request, report, sockets=None):
         signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
         signal.signal(signal.SIGINT, signal.default_int_handler)
         if sys.path and sys.path[0] == _STARTUP_PATH0:
-            del sys.path[0]  # as ipykernel_launcher does; the kernel adds its own directory back
+            del sys.path[0]  # as ipykernel_launcher does
         sys.path[:] = [p for p in sys.path if p != _GRADING_DIR]
         _forget_cached_folders()
         import ipykernel_launcher
 
-        sys.argv = [ipykernel_launcher.__file__, *request["argv"]]
+        from attention_grading.sandbox.channels import IGNORE_CWD, folder_last
+
+        folder_last()    # the kernel's folder after every installed package, never ahead of one
+        argv = [*request["argv"], *([IGNORE_CWD] if IGNORE_CWD not in request["argv"] else [])]
+        sys.argv = [ipykernel_launcher.__file__, *argv]
         if "numpy" in sys.modules:  # a fresh process seeds numpy's global generator from the OS
             sys.modules["numpy"].random.seed()
         if sockets:
@@ -79,7 +83,7 @@ def become_kernel(request, report, sockets=None):
         from ipykernel.kernelapp import IPKernelApp
 
         app = IPKernelApp.instance()       # what launch_new_instance does, with a signal between
-        app.initialize(request["argv"])
+        app.initialize(argv)
         report.ready()
         app.start()
         code = 0

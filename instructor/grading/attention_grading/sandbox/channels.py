@@ -7,7 +7,7 @@ paths the grader connects to (in the grader's scratch folder, which the kernel c
 the kernel inherits the listening sockets. In the kernel, ``use_inherited`` makes ZeroMQ take
 each one (``ZMQ_USE_FD``) when ipykernel binds that path, instead of making a socket.
 
-This file is also the bootstrap of a cold kernel, ``python -c <this file> <sockets> <kernel
+This file is also the bootstrap of a cold kernel, ``python -P -c <this file> <sockets> <kernel
 arguments>`` (``bootstrap_command``): a kernel cannot read the grading code, so what it runs is
 handed over as text. It imports only the standard library at module level.
 """
@@ -17,6 +17,10 @@ import socket
 import sys
 
 PREFIX = "ipc://"
+
+#: ipykernel's argument that keeps IPython from putting the kernel's folder on ``sys.path`` ahead
+#: of site-packages (``InteractiveShellApp.init_path``): ``folder_last`` puts it after them.
+IGNORE_CWD = "--IPKernelApp.ignore_cwd=True"
 
 
 def endpoint(path):
@@ -78,6 +82,16 @@ def use_inherited(sockets):
     Socket.bind = bind
 
 
+def folder_last():
+    """Kernel side, before ipykernel starts (with ``IGNORE_CWD``): the kernel's working folder,
+    where the files handed in beside the notebook are, goes on ``sys.path`` after everything
+    installed, so that a learner's module of their own still imports but a folder named like an
+    installed package (``attention_course/``, ``numpy/``) never shadows it."""
+    folder = os.getcwd()
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", folder)]
+    sys.path.append(folder)
+
+
 def bootstrap_source():
     """This file's text, to run with ``python -c`` (read before the sandbox: a kernel cannot)."""
     with open(__file__, encoding="utf-8") as fh:
@@ -85,15 +99,18 @@ def bootstrap_source():
 
 
 def bootstrap_command(python, source, sockets, kernel_arguments):
-    """The command of a cold kernel that takes ``sockets``: ``bootstrap_source()`` run by ``python -c``."""
-    return [python, "-c", source, json.dumps(sockets), *kernel_arguments]
+    """The command of a cold kernel that takes ``sockets``: ``bootstrap_source()`` run by ``python -P -c``
+    (``-P``: its working folder is not put first on ``sys.path``, where a ``json.py`` handed in
+    would be imported by this very file; ``folder_last`` puts it last)."""
+    return [python, "-P", "-c", source, json.dumps(sockets), *kernel_arguments]
 
 
 def main():
     """``python -c`` entry: ``argv[1]`` the sockets (JSON), then ipykernel's own arguments."""
     sockets = json.loads(sys.argv.pop(1))
-    if sys.path and sys.path[0] == "":
-        del sys.path[0]        # as ipykernel_launcher does; the kernel adds its folder back
+    folder_last()
+    if IGNORE_CWD not in sys.argv:
+        sys.argv.append(IGNORE_CWD)
     use_inherited(sockets)
     from ipykernel import kernelapp
 

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import CourseError
+from . import seccomp
+from ._libc import syscall_numbers
 from .limits import Limits
 
 SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/conda")
@@ -48,6 +50,11 @@ class Policy:
     account: Optional[list] = None  # [uid, gid] to switch to, or None: uid 0 without capabilities
     devices: list = field(default_factory=lambda: [d for d in DEVICES if os.path.exists(d)])
     limits: Limits = field(default_factory=Limits)
+    # What libseccomp knows of this machine, asked in the grader (a kernel's Python may lack it):
+    # the seccomp filter's BPF program (hex, ``seccomp.program``) and the numbers of the system
+    # calls the sandbox makes (``_libc.syscall_numbers``).
+    seccomp_filter: str = ""
+    syscalls: dict = field(default_factory=dict)
 
     @property
     def root(self):
@@ -209,9 +216,11 @@ def check_exposes_nothing(read_only, protected):
                 raise SandboxUnavailable(f"a kernel would read {root}, which holds {path}")
 
 
-def make(scratch, channels, env, seed=None, readable=(), protected=(), account=None, limits=None):
+def make(scratch, channels, env, seed=None, readable=(), protected=(), account=None, limits=None,
+         seccomp_filter=None, syscalls=None):
     """The policy of one kernel (see ``Policy``); ``channels``: the socket paths its waiter binds
-    for it (``sandbox.channels``); ``protected`` paths must stay out of its view."""
+    for it (``sandbox.channels``); ``protected`` paths must stay out of its view; ``seccomp_filter``
+    and ``syscalls``: what libseccomp made of this machine (None: asked here)."""
     protected = [str(p) for p in protected] + [str(scratch)]
     split = []
     read_only = runtime_roots(protected, split=split)
@@ -220,4 +229,6 @@ def make(scratch, channels, env, seed=None, readable=(), protected=(), account=N
     return Policy(scratch=str(scratch), read_only=read_only, channels=[str(c) for c in channels], env=env,
                   font_cache=matplotlib_font_cache(),
                   seed=str(seed) if seed else None, readable=[str(p) for p in readable], listable=listable,
-                  account=account, limits=limits or Limits())
+                  account=account, limits=limits or Limits(),
+                  seccomp_filter=seccomp.program().hex() if seccomp_filter is None else seccomp_filter,
+                  syscalls=syscall_numbers() if syscalls is None else dict(syscalls))

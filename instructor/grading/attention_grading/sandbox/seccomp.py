@@ -2,106 +2,127 @@
 
 A kernel needs no socket of its own: its Jupyter channels are listening UNIX sockets it inherits
 (``channels``), and its network namespace holds only its own loopback. So ``socket()`` is refused
-for every family (TCP, UDP, UNIX, raw, packet, netlink); ``socketpair()`` stays (asyncio's
-self-pipe). As a second wall behind the namespace and Landlock's TCP rules: no TCP Fast Open
-(``MSG_FASTOPEN`` on ``sendto``/``sendmsg``/``sendmmsg``, the ``TCP_FASTOPEN`` and
-``TCP_FASTOPEN_CONNECT`` options), which Landlock does not mediate. Also refused: io_uring (its
-socket operations would pass beside this filter), new namespaces, mounts, and calls that read
-other processes or the kernel's keyrings. Other system calls are allowed: every privileged one
-already fails for a process without capabilities. x86_64 only (system call numbers differ
-elsewhere).
+for every family (TCP, UDP, UNIX, raw, packet, netlink); ``socketpair()`` stays for UNIX stream
+pairs only (asyncio's self-pipe, multiprocessing's pipes): a connected stream socket can never be
+pointed elsewhere (``connect`` and a send with an address fail with EISCONN), where a datagram
+pair could be re-``connect``ed, or sent from, to any pathname socket of the host (a network
+namespace does not scope those). Behind that, ``connect()`` is refused outright (no socket a
+kernel holds has a use for it) and so is ``sendto()`` with an address (seccomp cannot read the
+address behind ``sendmsg``'s header: no socket that could take one exists). As a second wall
+behind the namespace and Landlock's TCP rules: no TCP Fast Open (``MSG_FASTOPEN`` on
+``sendto``/``sendmsg``/``sendmmsg``, the ``TCP_FASTOPEN`` and ``TCP_FASTOPEN_CONNECT`` options),
+which Landlock does not mediate. Also refused: io_uring (its socket operations would pass beside
+this filter), new namespaces, mounts, and calls that read other processes or the kernel's
+keyrings. Other system calls are allowed: every privileged one already fails for a process
+without capabilities.
+
+The rules name system calls; libseccomp (Debian's ``libseccomp2``, through the ``pyseccomp``
+binding) turns them into the BPF program of an architecture, with that architecture's numbers
+and its check that a call comes from that architecture (a call made through another one, i386 or
+x32 on x86_64, 32-bit ARM on aarch64, kills the process). The grader builds the program once
+(``program``) and hands it to each sandbox in its policy (``policy.make``: the sandbox's processes
+may run a Python without libseccomp), which installs it as it was exported (``install``): what the
+tests run on a BPF interpreter (``tests/seccomp_bpf.py``) is what the kernel runs.
 """
 import ctypes
 import errno
-import struct
+import functools
+import os
+import platform
 
-from ._libc import MACHINE, PR_SET_SECCOMP, checked, libc
+from ._libc import (CLONE_NEWCGROUP, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER,
+                    CLONE_NEWUTS, PR_SET_SECCOMP, checked, libc)
 
-AUDIT_ARCH_X86_64 = 0xC000003E
-X32_SYSCALL_BIT = 0x40000000
 SECCOMP_MODE_FILTER = 2
-RET_KILL_PROCESS, RET_ERRNO, RET_ALLOW = 0x80000000, 0x00050000, 0x7FFF0000
-LD_ABS, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
-
-AF_NETLINK, IPPROTO_TCP, TCP_FASTOPEN, TCP_FASTOPEN_CONNECT = 16, 6, 23, 30
+CLONE_NEWTIME = 0x00000080
+NAMESPACE_FLAGS = (CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID,
+                   CLONE_NEWNET, CLONE_NEWTIME)
+AF_UNIX, AF_NETLINK, SOCK_STREAM = 1, 16, 1
+SOCK_TYPE_BITS = 0xF          # the type in socketpair's second argument; the rest are flags (CLOEXEC, NONBLOCK)
+IPPROTO_TCP, TCP_FASTOPEN, TCP_FASTOPEN_CONNECT = 6, 23, 30
 MSG_FASTOPEN = 0x20000000
-NAMESPACE_FLAGS = 0x7E020000 | 0x00000080   # CLONE_NEW{NS,CGROUP,UTS,IPC,USER,PID,NET,TIME}
-
-SOCKET, SENDTO, SENDMSG, SETSOCKOPT, CLONE, SENDMMSG, CLONE3 = 41, 44, 46, 54, 56, 307, 435
-FLAGS_ARGUMENT = {SENDTO: 3, SENDMSG: 2, SENDMMSG: 3}   # where each send call takes its flags
-REFUSED = {   # name: x86_64 number
-    "ptrace": 101, "syslog": 103, "personality": 135, "pivot_root": 155, "chroot": 161,
-    "acct": 163, "mount": 165, "umount2": 166, "swapon": 167, "swapoff": 168, "reboot": 169,
-    "init_module": 175, "delete_module": 176, "quotactl": 179, "kexec_load": 246,
-    "add_key": 248, "request_key": 249, "keyctl": 250, "unshare": 272, "perf_event_open": 298,
-    "name_to_handle_at": 303, "open_by_handle_at": 304, "setns": 308, "process_vm_readv": 310,
-    "process_vm_writev": 311, "kcmp": 312, "finit_module": 313, "kexec_file_load": 320,
-    "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426,
-    "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430,
-    "fsconfig": 431, "fsmount": 432, "fspick": 433, "pidfd_getfd": 438, "mount_setattr": 442,
-}
+LOW_HALF = 0xFFFFFFFF         # an ``int`` argument: the kernel reads the register's low 32 bits only
+FLAGS_ARGUMENT = {"sendto": 3, "sendmsg": 2, "sendmmsg": 3}   # where each send call takes its flags
+REFUSED = ("ptrace", "syslog", "personality", "pivot_root", "chroot", "acct", "mount", "umount2", "swapon",
+           "swapoff", "reboot", "init_module", "delete_module", "quotactl", "kexec_load", "add_key",
+           "request_key", "keyctl", "unshare", "perf_event_open", "name_to_handle_at", "open_by_handle_at",
+           "setns", "process_vm_readv", "process_vm_writev", "kcmp", "finit_module", "kexec_file_load", "bpf",
+           "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "open_tree", "move_mount",
+           "fsopen", "fsconfig", "fsmount", "fspick", "pidfd_getfd", "mount_setattr")
+#: The architectures the filter is built and tested for: {``platform.machine()``: AUDIT_ARCH_*}.
+ARCHITECTURES = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 
 
-def _arg_low(index):
-    return 16 + 8 * index     # offsetof(struct seccomp_data, args[index]), low half (little-endian)
+def _seccomp():
+    import pyseccomp      # loads libseccomp: only where a filter is built
+
+    return pyseccomp
 
 
-def program():
-    """The filter as (code, jt, jf, k) instructions; jumps name labels until ``_assemble``."""
-    ops = [(LD_ABS, 0, 0, 4), (JEQ, None, "kill", AUDIT_ARCH_X86_64),
-           (LD_ABS, 0, 0, 0), (JGE, "kill", None, X32_SYSCALL_BIT)]
-    ops += [(JEQ, "eperm", None, number) for number in sorted(REFUSED.values())]
-    ops += [(JEQ, "enosys", None, CLONE3), (JEQ, "socket", None, SOCKET),
-            (JEQ, "setsockopt", None, SETSOCKOPT), (JEQ, "clone", None, CLONE)]
-    ops += [(JEQ, f"send-{number}", None, number) for number in FLAGS_ARGUMENT]
-    ops += [(RET, 0, 0, RET_ALLOW)]
-    ops += ["clone", (LD_ABS, 0, 0, _arg_low(0)), (JSET, "eperm", None, NAMESPACE_FLAGS),
-            (RET, 0, 0, RET_ALLOW)]
+def rules():
+    """[(action, system call name, conditions)] of the filter; every other call is allowed.
+    A condition is (argument, operator name, value[, masked value]) as libseccomp compares them."""
+    seccomp = _seccomp()
+    eperm, eacces = seccomp.ERRNO(errno.EPERM), seccomp.ERRNO(errno.EACCES)
+    out = [(eperm, name, ()) for name in REFUSED]
+    # clone3 hides its flags behind a pointer: "not implemented" makes glibc fall back to clone.
+    out.append((seccomp.ERRNO(errno.ENOSYS), "clone3", ()))
+    out += [(eperm, "clone", ((0, "MASKED_EQ", flag, flag),)) for flag in NAMESPACE_FLAGS]
     # ZeroMQ lists the network interfaces (getifaddrs, over netlink) when it binds a TCP address,
     # and aborts the process on any error but "not supported", which it reads as "none".
-    ops += ["socket", (LD_ABS, 0, 0, _arg_low(0)), (JEQ, None, "eacces", AF_NETLINK),
-            (RET, 0, 0, RET_ERRNO | errno.EOPNOTSUPP)]
-    for number, index in FLAGS_ARGUMENT.items():
-        ops += [f"send-{number}", (LD_ABS, 0, 0, _arg_low(index)), (JSET, "eacces", None, MSG_FASTOPEN),
-                (RET, 0, 0, RET_ALLOW)]
-    ops += ["setsockopt", (LD_ABS, 0, 0, _arg_low(1)), (JEQ, None, "allow", IPPROTO_TCP),
-            (LD_ABS, 0, 0, _arg_low(2)), (JEQ, "eacces", None, TCP_FASTOPEN),
-            (JEQ, "eacces", None, TCP_FASTOPEN_CONNECT), (RET, 0, 0, RET_ALLOW)]
-    ops += ["eperm", (RET, 0, 0, RET_ERRNO | errno.EPERM), "eacces", (RET, 0, 0, RET_ERRNO | errno.EACCES),
-            "enosys", (RET, 0, 0, RET_ERRNO | errno.ENOSYS),
-            "kill", (RET, 0, 0, RET_KILL_PROCESS), "allow", (RET, 0, 0, RET_ALLOW)]
-    return _assemble(ops)
-
-
-def _assemble(ops):
-    labels, position = {}, 0
-    for op in ops:
-        if isinstance(op, str):
-            labels[op] = position
-        else:
-            position += 1
-    out, position = [], 0
-    for op in ops:
-        if isinstance(op, str):
-            continue
-        code, jt, jf, k = op
-        offset = lambda target: 0 if target is None else labels[target] - position - 1  # noqa: E731
-        out.append((code, offset(jt) if isinstance(jt, str) or jt is None else jt,
-                    offset(jf) if isinstance(jf, str) or jf is None else jf, k))
-        position += 1
+    out.append((seccomp.ERRNO(errno.EOPNOTSUPP), "socket", ((0, "EQ", AF_NETLINK),)))
+    out.append((eacces, "socket", ((0, "NE", AF_NETLINK),)))
+    # socketpair(AF_UNIX, SOCK_STREAM | flags) only: refused for any other family or type.
+    out.append((eacces, "socketpair", ((0, "NE", AF_UNIX),)))
+    out += [(eacces, "socketpair", ((1, "MASKED_EQ", SOCK_TYPE_BITS, kind),))
+            for kind in range(SOCK_TYPE_BITS + 1) if kind != SOCK_STREAM]
+    out.append((eacces, "connect", ()))
+    out.append((eacces, "sendto", ((4, "NE", 0),)))        # sendto(fd, buf, len, flags, dest_addr, addrlen)
+    out += [(eacces, call, ((index, "MASKED_EQ", MSG_FASTOPEN, MSG_FASTOPEN),))
+            for call, index in FLAGS_ARGUMENT.items()]
+    out += [(eacces, "setsockopt", ((1, "MASKED_EQ", LOW_HALF, IPPROTO_TCP), (2, "MASKED_EQ", LOW_HALF, option)))
+            for option in (TCP_FASTOPEN, TCP_FASTOPEN_CONNECT)]
     return out
+
+
+def build(machine=None):
+    """A libseccomp filter of ``rules`` for ``machine`` (a ``platform.machine()`` name; None: this one)."""
+    seccomp = _seccomp()
+    machine = machine or platform.machine()
+    if machine not in ARCHITECTURES:
+        raise OSError(errno.ENOSYS, f"no seccomp filter is built for {machine} (only {', '.join(ARCHITECTURES)})")
+    arch = ARCHITECTURES[machine]
+    syscall_filter = seccomp.SyscallFilter(seccomp.ALLOW)
+    syscall_filter.set_attr(seccomp.Attr.ACT_BADARCH, seccomp.KILL_PROCESS)
+    if arch != seccomp.system_arch():
+        syscall_filter.add_arch(arch)
+        syscall_filter.remove_arch(seccomp.Arch.NATIVE)
+    for action, name, conditions in rules():
+        args = [seccomp.Arg(index, getattr(seccomp, operator), *values) for index, operator, *values in conditions]
+        syscall_filter.add_rule(action, name, *args)
+    return syscall_filter
+
+
+@functools.lru_cache(maxsize=None)
+def program(machine=None):
+    """The filter's BPF program for ``machine`` (None: this one), as libseccomp exports it: bytes
+    of ``struct sock_filter`` (code u16, jt u8, jf u8, k u32), in this machine's byte order."""
+    with open(os.memfd_create("seccomp-filter"), "w+b", buffering=0) as exported:
+        build(machine).export_bpf(exported)
+        exported.seek(0)
+        return exported.read()
 
 
 class _Fprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def install():
-    """Install the filter on the calling thread (inherited by every child); needs no_new_privs."""
-    if MACHINE != "x86_64":
-        raise OSError(errno.ENOSYS, f"the seccomp filter knows x86_64 system calls only, not {MACHINE}")
-    instructions = program()
-    raw = b"".join(struct.pack("HBBI", *op) for op in instructions)
+def install(raw=None):
+    """Install ``raw`` (a program as ``program`` exports it; None: this machine's, built here) on
+    the calling thread, inherited by every child; needs no_new_privs."""
+    raw = program() if raw is None else raw
+    if not raw or len(raw) % 8:
+        raise OSError(errno.EINVAL, "seccomp: not a BPF program")
     buffer = ctypes.create_string_buffer(raw, len(raw))
-    fprog = _Fprog(len(instructions), ctypes.addressof(buffer))
+    fprog = _Fprog(len(raw) // 8, ctypes.addressof(buffer))
     checked(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0), "seccomp")

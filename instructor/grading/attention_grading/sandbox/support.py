@@ -18,8 +18,11 @@ def missing():
     pretend = {p.strip() for p in os.environ.get(PRETEND_MISSING, "").split(",") if p.strip()}
     if platform.system() != "Linux":
         return [f"a Linux kernel (this is {platform.system()})"]
-    if platform.machine() != "x86_64" or "seccomp" in pretend:
-        reasons.append(f"seccomp system call numbers for {platform.machine()} (the filter knows x86_64)")
+    seccomp = _seccomp_missing("seccomp" in pretend)
+    if seccomp:
+        reasons.append(seccomp)
+        if "seccomp" not in pretend:
+            return reasons          # nor any system call number (libseccomp knows them)
     version = 0 if "landlock" in pretend else landlock.abi()
     if version < 4:
         reasons.append(f"Landlock with TCP rules (ABI 4, Linux 6.7+; this kernel offers ABI {version}: "
@@ -31,6 +34,24 @@ def missing():
         return reasons
     trial = _trial()
     return [trial] if trial else []
+
+
+def _seccomp_missing(pretend=False):
+    """Why the seccomp filter cannot be built here (libseccomp, this processor), or None."""
+    from ._libc import syscall_numbers
+    from .seccomp import ARCHITECTURES, program
+
+    why = "pretended" if pretend else None
+    if not pretend:
+        try:
+            program()
+            syscall_numbers()
+        except (ImportError, OSError, RuntimeError) as exc:     # no libseccomp, or a processor without a filter
+            why = f"{exc}"
+    if why is None:
+        return None
+    return (f"a seccomp filter for {platform.machine()} (built by libseccomp, Debian's libseccomp2, for "
+            f"{' and '.join(ARCHITECTURES)}: {why})")
 
 
 @functools.lru_cache(maxsize=1)

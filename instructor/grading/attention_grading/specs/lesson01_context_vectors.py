@@ -22,6 +22,7 @@ def softmax_cases(g):
         Case("a (2, 3, 5) array with axis=0", (wide,), {"axis": 0}),
         Case("a (2, 3, 5) array with axis=1", (wide,), {"axis": 1}),
         Case("a (2, 3, 5) array with the default axis", (wide,)),
+        Case("two batch dimensions: a (2, 3, 4, 5) array with the default axis", (g.normal(size=(2, 3, 4, 5)),)),
         Case("a transposed (5, 4) matrix (a view, not C-ordered) with axis=0", (g.normal(size=(4, 5)).T,),
              {"axis": 0}),
         Case("logits around ±1e4 in a (3, 6) matrix", (g.choice([-1e4, 1e4], size=(3, 6)) + g.normal(size=(3, 6)),)),
@@ -71,6 +72,7 @@ def contextualize_cases(g):
         Case("X of shape (7, 9) (d = 9)", (g.normal(size=(7, 9)),)),
         Case("X of shape (4, 6) with large entries (scores in the hundreds)", (20 * g.normal(size=(4, 6)),)),
         Case("a batch X of shape (2, 4, 6)", (g.normal(size=(2, 4, 6)),)),
+        Case("two batch dimensions, X of shape (2, 3, 4, 5)", (g.normal(size=(2, 3, 4, 5)),)),
         Case("an integer X of shape (3, 2)", (g.integers(-3, 4, size=(3, 2)),)),
     ]
 

@@ -3,6 +3,7 @@
 import numpy as np
 
 from attention_course.forms import float_problem
+from attention_course.randomness import GLOBAL_GENERATOR_PROBLEM
 
 from ..spec import Bug, Call, Case, Spec, register
 from .masks import key_mask, padding_mask, visible_mask
@@ -14,7 +15,8 @@ from .masks import key_mask, padding_mask, visible_mask
 # d_k. For x = qᵀk with q, k standard normal in d_k dimensions, E[x²] = d_k and
 # E[x⁴] = 3 d_k² + 6 d_k, so the sample variance of n draws has standard error
 # sqrt((2 d_k² + 6 d_k) / n). Determinism for a seed, dependence on it and on n_samples are
-# judged from five more calls (``determinism_calls``).
+# judged from six more calls (``determinism_calls``); in the last, the probe reports whether the call
+# reseeded or drew from NumPy's global generator (``np.random.seed``, ``Call.global_generator``).
 
 WITHIN = 5.0
 
@@ -78,22 +80,24 @@ def compare_variance(R, case, mine):
 
 
 def determinism_calls(g):
-    """Five more calls at one width and sample size: the same seed twice, by keyword and by
-    position, another seed, and another sample size with the first seed."""
+    """Six more calls at one width and sample size: the same seed twice, by keyword and by
+    position, another seed, another sample size with the first seed, and the first call once more,
+    watched for whether it reseeds or draws from NumPy's global generator (the probe reports it)."""
     d_k, n, seed = int(g.integers(5, 13)), int(g.integers(20, 40)) * 100, int(g.integers(1, 10_000))
     more = n + int(g.integers(1, 10)) * 100
     return [Call((d_k,), {"n_samples": n, "seed": seed}), Call((d_k,), {"n_samples": n, "seed": seed}),
             Call((d_k, n, seed)), Call((d_k,), {"n_samples": n, "seed": seed + 1}),
-            Call((d_k,), {"n_samples": more, "seed": seed})]
+            Call((d_k,), {"n_samples": more, "seed": seed}),
+            Call((d_k,), {"n_samples": n, "seed": seed}, global_generator=True)]
 
 
 def judge_variance(R, calls, results):
-    """Why the five determinism calls fail, or None."""
+    """Why the six determinism calls fail, or None."""
     d_k, n = calls[0].args[0], calls[0].kwargs["n_samples"]
     if any("raised" in r for r in results):
         raised = next(r["raised"] for r in results if "raised" in r)
         return f"dot_product_variance({d_k}, n_samples={n}, seed=...) raised {raised}"
-    first, again, positional, other, longer = (r["value"] for r in results)
+    first, again, positional, other, longer, _ = (r["value"] for r in results)
     problem = float_problem("dot_product_variance", first)
     if problem:
         return problem
@@ -109,6 +113,8 @@ def judge_variance(R, calls, results):
     if first == longer:
         return (f"n_samples = {n} and n_samples = {calls[4].kwargs['n_samples']} gave exactly the same variance "
                 "with the same seed: the n_samples argument is ignored. Draw arrays of shape (n_samples, d_k).")
+    if results[5].get("global_generator_moved") is not False:
+        return GLOBAL_GENERATOR_PROBLEM.format(function="dot_product_variance")
     return None
 
 
@@ -161,6 +167,7 @@ def jacobian_cases(g):
              (_softmax(g.permutation([1e4, -1e4, 0.0]) + g.normal(size=3)),)),
         Case("a single entry p = [1.0]", (np.array([1.0]),)),
         Case("p given as a Python list of 3 floats", (_softmax(g.normal(size=3)).tolist(),)),
+        Case("a one-hot p of 4 integers", (np.eye(4, dtype=int)[int(g.integers(4))],)),
     ]
 
 

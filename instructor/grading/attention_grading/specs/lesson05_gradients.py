@@ -8,7 +8,9 @@ seeded parameters; they stay in the grader, and the learner's function calls the
 stand-in (``spec.Callback``).
 """
 import numpy as np
+from attention_course.probes import NOT_RESTORED, probe_problem
 
+from ..judge import compare_outputs
 from ..spec import Bug, Callback, Case, Spec, register
 from .masks import key_mask, padding_mask, visible_mask
 
@@ -45,6 +47,8 @@ def softmax_backward_cases(g):
         Case("weights of shape (4, 7)", (g.normal(size=(4, 7)), _weights(g.normal(size=(4, 7))))),
         Case("a batch of weights of shape (2, 3, 5)",
              (g.normal(size=(2, 3, 5)), _weights(1.5 * g.normal(size=(2, 3, 5))))),
+        Case("two batch dimensions, weights of shape (2, 2, 3, 4)",
+             (g.normal(size=(2, 2, 3, 4)), _weights(g.normal(size=(2, 2, 3, 4))))),
         Case("(4, 6) weights with masked (zero) entries and one fully masked row",
              (g.normal(size=(4, 6)), _weights(masked_scores, mask))),
         Case("one-hot weights from logits of ±1e4, shape (3, 5)", (g.normal(size=(3, 5)), _weights(huge))),
@@ -224,15 +228,47 @@ class InPlaceSoftmaxLoss:
         return float(np.sum(self.G * S))
 
 
+class Heard:
+    """A loss that notes each point the kernel calls it at, until the judge stops listening: how
+    the learner probed (``attention_course.probes``). The reference and the catalogued bugs, which
+    the judge runs afterwards, are not heard."""
+
+    def __init__(self, loss):
+        self.loss, self.points, self.listening = loss, [], True
+
+    def __call__(self, y):
+        if self.listening:
+            self.points.append(np.array(y, dtype=float))
+        return self.loss(y)
+
+    def stop_listening(self):
+        self.listening = False
+        return self.points
+
+
 def numerical_gradient_cases(g):
-    """The losses stay in the grader: the kernel's f is a stand-in the grader evaluates."""
-    return [Case(c.label, (Callback(c.args[0]), *c.args[1:]), c.kwargs) for c in _gradient_check_cases(g)]
+    """The losses stay in the grader: the kernel's f is a stand-in the grader evaluates, and notes
+    the points it is asked at."""
+    return [Case(c.label, (Callback(Heard(c.args[0])), *c.args[1:]), c.kwargs) for c in _gradient_check_cases(g)]
+
+
+def _not_restored_by_arithmetic(g, shape, h=1e-5):
+    """Normal entries, each redrawn until x + h − 2h + h differs from x in floating point, so that
+    an answer that restores by arithmetic instead of saving the value shows it."""
+    x = g.normal(size=shape)
+    for _ in range(100):
+        exact = ((x + h) - 2 * h) + h == x
+        if not exact.any():
+            break
+        x[exact] = g.normal(size=int(exact.sum()))
+    return x
 
 
 def _gradient_check_cases(g):
     transposed = g.normal(size=(3, 5)).T                               # a (5, 3) view, not C-ordered
     return [
-        Case("f(y) = Σ c·sin(y) + Σ b·y² at x of shape (3, 4)", (SineLoss(g, (3, 4)), g.normal(size=(3, 4)))),
+        Case("f(y) = Σ c·sin(y) + Σ b·y² at x of shape (3, 4)",
+             (SineLoss(g, (3, 4)), _not_restored_by_arithmetic(g, (3, 4)))),
         Case("the quadratic f(y) = Σ (c·y² + b·y) at x of shape (2, 5) with a large step h given, where "
              "central differences are exact", (QuadraticLoss(g, (2, 5)), g.normal(size=(2, 5))),
              {"h": float(g.uniform(0.2, 0.8))}),
@@ -280,10 +316,24 @@ def _integer_copy(R, f, x, h=1e-5):
     return _probe_loop(f, x, h, dtype=np.asarray(x).dtype)
 
 
-register(Spec(
+def compare_gradient(R, case, mine):
+    """The values against the reference's, then how the kernel probed f (each entry put back
+    exactly; the default step when no h is given)."""
+    heard = case.args[0].stop_listening() if isinstance(case.args[0], Heard) else []
+    problem = compare_outputs(NUMERICAL_GRADIENT, mine, R.numerical_gradient(*case.args, **case.kwargs))
+    if problem:
+        return problem
+    problem = probe_problem("your numerical_gradient", case.args[1], heard, case.kwargs.get("h"))
+    if problem and NOT_RESTORED in problem:
+        return problem, NOT_RESTORED               # named: no catalogued bug is asked to reproduce it
+    return (problem, "not by the default step h = 1e-5") if problem else None
+
+
+NUMERICAL_GRADIENT = Spec(
     name="numerical_gradient",
     cases=numerical_gradient_cases,
     outputs=("gradient",),
+    compare=compare_gradient,
     # The learner and the reference evaluate f at the same points, so correct central
     # differences agree far below this; one-sided differences miss it by ~h·f''.
     rtol=1e-6,
@@ -308,7 +358,8 @@ register(Spec(
         Bug("the gradient comes back flattened instead of shaped like x",
             lambda R, f, x, h=1e-5: R.numerical_gradient(f, x, h).reshape(-1)),
     ),
-))
+)
+register(NUMERICAL_GRADIENT)
 
 
 # ---------------------------------------------------------------- self_attention_backward

@@ -8,19 +8,21 @@ beyond one call per case:
 - ``model_backward``: its (loss, grads dict) is compared as a flat tuple (``flatten_backward``),
   and a gradient check of the learner's own loss (``gradient_check_calls``, judged by
   ``judge_gradient_check``) must agree with its gradients;
-- ``adam_trains_the_model``: the kernel runs the learner package's ``fit`` with the learner's
-  ``adam_step`` and a stand-in ``model_backward`` that the grader answers with the reference (so a
-  backward mistake costs points on model_backward's own test only), from a starting seed drawn
-  from a pool checked to train; the grader evaluates the parameters it returns on held-out
-  questions it draws itself, with the *reference* forward pass, so neither the data nor the
-  accuracy comes from the kernel.
+- ``adam_trains_the_model``: the grader runs the training loop of the learner package's ``fit``
+  itself (``training_driver``: same minibatches, same steps), from a starting seed drawn from a
+  pool checked to train, with the *reference's* ``model_backward`` (so a backward mistake costs
+  points on model_backward's own test only) and the learner's ``adam_step``, called in the kernel
+  through the probe, the six parameters of a step in one batch; it evaluates the parameters on
+  held-out questions it draws itself, with the *reference* forward pass. Neither the loop, the
+  data, the gradients nor the accuracy comes from the kernel: a learner who rebinds
+  ``attention_course.capstone.fit`` changes nothing.
 """
 import numpy as np
 
 from attention_course.forms import array_problem, describe, returns_problem
 
 from ..judge import compare_arrays
-from ..spec import Bug, Call, Case, Learner, Library, Mismatch, Spec, register
+from ..spec import Bug, Call, Case, Learner, Mismatch, Spec, register
 from . import lesson07_mistakes as mistakes
 
 PARAM_NAMES = ("E_name", "E_attr", "W_Q", "W_K", "W_V", "W_out")
@@ -354,19 +356,55 @@ register(Spec(
 # ---------------------------------------------------------------- Adam trains the model
 
 def outcome_cases(g):
-    """One call of the learner package's ``fit`` with the learner's ``adam_step`` and a correct
-    ``model_backward`` (a stand-in the grader answers with the reference), from a starting seed
-    drawn from ``TRAINING_SEEDS``; the grader then evaluates the parameters on held-out questions
-    it draws itself (the case's ``note``: their seed), which the kernel never sees."""
+    """One training run (``training_driver``) from a starting seed drawn from ``TRAINING_SEEDS``;
+    the grader then evaluates the parameters on held-out questions it draws itself (the case's
+    ``note``: their seed), which the kernel never sees."""
     from attention_course import capstone as task
 
     seed = int(g.choice(TRAINING_SEEDS))
     return [Case(f"a fresh model trained for {OUTCOME_STEPS} Adam steps (lr {OUTCOME_LR}, batch "
                  f"{OUTCOME_BATCH}) with your adam_step and a correct model_backward",
-                 (Learner("model_backward"), Learner("adam_step"), task.init_params(seed),
-                  task.make_data(4096, seed + 1), OUTCOME_STEPS),
+                 (task.init_params(seed), task.make_data(4096, seed + 1), OUTCOME_STEPS),
                  {"lr": OUTCOME_LR, "batch_size": OUTCOME_BATCH, "seed": seed},
                  note=int(g.integers(1 << 30)))]
+
+
+def _usable(value, shape):
+    """Can the reference's backward pass take ``value`` as a parameter of this shape?"""
+    return isinstance(value, np.ndarray) and value.dtype.kind in "biuf" and value.shape == shape
+
+
+def training_driver(R, case):
+    """The loop of ``attention_course.capstone.fit`` (the same minibatches for the same seed), run
+    by the grader: the reference's ``model_backward`` here, the learner's ``adam_step`` in the
+    kernel, one batch of six calls (one per parameter) a step. Returns the trained parameters, or
+    what adam_step raised; a step that returns parameters of another form ends the run early
+    (the judge says what is wrong with them)."""
+    from attention_course import capstone as task
+
+    start, data, steps = case.args
+    lr, batch_size = case.kwargs["lr"], case.kwargs["batch_size"]
+    rng = np.random.default_rng(case.kwargs["seed"])
+    params = {k: np.array(v, dtype=np.float64) for k, v in start.items()}
+    m = {k: np.zeros_like(v) for k, v in params.items()}
+    v = {k: np.zeros_like(v) for k, v in params.items()}
+    n = len(data["names"])
+    for t in range(1, steps + 1):
+        batch = task.take(data, rng.integers(0, n, size=batch_size))
+        with np.errstate(all="ignore"):
+            _, grads = _capstone(R).model_backward(params, batch)
+        results = yield [Call((params[k], grads[k], m[k], v[k], t), {"lr": lr}, target=Learner("adam_step"))
+                         for k in PARAM_NAMES]
+        for k, result in zip(PARAM_NAMES, results):
+            if "raised" in result:
+                return {"raised": result["raised"]}
+            step = result.get("value")
+            if not isinstance(step, (tuple, list)) or len(step) != 3:
+                return {"raised": f"TypeError: adam_step returned {describe(step)}, not (p_new, m_new, v_new)"}
+            params[k], m[k], v[k] = step
+        if not all(_usable(params[k], start[k].shape) for k in PARAM_NAMES):
+            break
+    return {"value": params}
 
 
 def trained_parameters(params):
@@ -421,9 +459,9 @@ register(Spec(
     name="adam_trains_the_model",
     cases=outcome_cases,
     outputs=PARAM_NAMES,
-    target=Library("attention_course.capstone", "fit"),
+    target=Learner("adam_step"),
+    driver=training_driver,
     adapt=trained_parameters,
-    time_factor=6.0,       # 300 training steps of the learner's own Adam
+    time_factor=6.0,       # 300 training steps of the learner's own Adam, and the grader's backward passes
     compare=_judge_outcome,
-    substitutes=("model_backward",),   # the gradients: the reference's, lent by the grader
 ))

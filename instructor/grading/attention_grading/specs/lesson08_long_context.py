@@ -1,5 +1,7 @@
-"""Hidden tests of lesson 08: ``tiled_attention`` (values on awkward cases, and peak memory)."""
+"""Hidden tests of lesson 08: ``tiled_attention`` (values on awkward cases, and peak memory: no
+T × T array, and blocks of ``block_size`` keys)."""
 import numpy as np
+from attention_course.long_context import key_block_problem
 
 from ..judge import describe
 from ..spec import Bug, Call, Case, Spec, register
@@ -25,6 +27,18 @@ SPOT_ROWS = 7                                                # rows checked agai
 CREDIT_CAP = 7                                               # bytes per T × T pair (see above)
 CALL_OVERHEAD = 1_000_000                                    # bytes (see above)
 
+# The key-block check: a batch of sequences, each of a few queries, reading many keys that the whole
+# batch shares (K and V without a batch axis: they broadcast, as with @), with small blocks. A tiled
+# pass holds tiles of (batch, T_q, block_size) scores; one that takes all T_k keys of a query at once
+# (a row of scores at a time, or a block of queries against every key) holds at least batch × T_k
+# float64 scores (``long_context.key_block_problem``): 12.6 MB and more, where the inputs hold
+# T_k × (d_k + d_v) numbers, under 1 MB. What the call takes beyond CALL_OVERHEAD and INPUT_COPIES
+# times its inputs (the probe's message, the bytes it decodes, the arrays) fails past half of that.
+# The sizes are drawn per submission, in these ranges; the call runs in a fresh kernel of its own.
+FEW_BATCH, FEW_QUERIES, MANY_KEYS = (96, 160), (1, 4), (16_384, 24_576)
+FEW_D_K, FEW_D_V, SMALL_BLOCKS = (2, 3), (1, 2), (8, 24)
+INPUT_COPIES = 4
+
 
 def tiled_cases(g):
 
@@ -42,6 +56,15 @@ def tiled_cases(g):
     # Scores of size ~1e4 in both directions.
     huge_Q, huge_K = 100.0 * g.normal(size=(9, 4)), 100.0 * g.normal(size=(9, 4))
     huge_V = g.normal(size=(9, 5))
+    # One query whose every score lies below -1e3 (exp of each is 0 in float64: a running max that
+    # starts at 0 instead of -inf leaves 0 / 0), one whose every score lies above +1e3 (exp overflows
+    # unless the max is subtracted), the others ordinary.
+    far_K = g.normal(size=(9, 4))
+    far_K[:, 0] = g.uniform(5.0, 10.0, size=9)
+    far_Q = g.normal(size=(6, 4))
+    far_Q[[1, 4], 0] = [-g.uniform(400.0, 600.0), g.uniform(400.0, 600.0)]
+    far_Q[[1, 4], 1:] = 0.1 * g.normal(size=(2, 3))
+    far_Q = far_Q[g.permutation(6)]
     return [
         Case("T = 10, d_k = 6, d_v = 5, block_size = 3 (3 does not divide 10)",
              qkv(10, 10, 6, 5), {"block_size": 3}),
@@ -59,6 +82,9 @@ def tiled_cases(g):
         Case("T_q = 5 queries reading T_k = 13 keys, batch (2,), d_k = 9, block_size = 4",
              qkv(5, 13, 9, 4, batch=(2,)), {"block_size": 4}),
         Case("T_q = 12 queries reading T_k = 5 keys, block_size = 2", qkv(12, 5, 6, 3), {"block_size": 2}),
+        Case("a batch (3,) of queries, T_q = 5, reading one K (11, 6) and V (11, 4) without a batch axis (they "
+             "broadcast), block_size = 4", (g.normal(size=(3, 5, 6)), g.normal(size=(11, 6)), g.normal(size=(11, 4))),
+             {"block_size": 4}),
         Case("two batch dimensions (2, 3), T = 8, causal, block_size = 3",
              qkv(8, 8, 6, 5, batch=(2, 3)), {"block_size": 3, "causal": True}),
         Case("keys that grow along the sequence (each block raises the max), block_size = 3",
@@ -67,6 +93,8 @@ def tiled_cases(g):
              (rising_Q, rising_K, rising_V), {"block_size": 4, "causal": True}),
         Case("the largest key comes first (the max never rises), block_size = 3",
              (rising_Q, falling_K, rising_V), {"block_size": 3}),
+        Case("a query whose every score lies below −1e3 and one whose every score lies above +1e3 (the running "
+             "max starts at −∞, not 0), block_size = 3", (far_Q, far_K, g.normal(size=(9, 3))), {"block_size": 3}),
         Case("scores of about ±1e4, block_size = 2", (huge_Q, huge_K, huge_V), {"block_size": 2}),
         Case("scores of about ±1e4, causal, block_size = 4", (huge_Q, huge_K, huge_V),
              {"block_size": 4, "causal": True}),
@@ -79,18 +107,18 @@ def tiled_cases(g):
 
 def _tiled_variant(Q, K, V, block_size=64, causal=False, *, scale="sqrt_dk", shift=True,
                    rescale_sum=True, rescale_acc=True, drop_last_keys=False,
-                   drop_last_queries=False, causal_by="position"):
+                   drop_last_queries=False, causal_by="position", first_max=-np.inf, keys_to_T_q=False):
     """Tiled attention over key blocks with one mistake switched on (all rows at once)."""
     Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
     T_q, T_k, d_k, d_v = Q.shape[-2], K.shape[-2], K.shape[-1], V.shape[-1]
     factor = {"sqrt_dk": d_k ** -0.5, "none": 1.0, "dk": 1.0 / d_k, "sqrt_dv": d_v ** -0.5}[scale]
     B = block_size
     batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-    m = np.full(batch + (T_q, 1), -np.inf)                         # (..., T_q, 1)
+    m = np.full(batch + (T_q, 1), first_max)                       # (..., T_q, 1)
     l = np.zeros(batch + (T_q, 1))                                 # (..., T_q, 1)
     acc = np.zeros(batch + (T_q, d_v))                             # (..., T_q, d_v)
     i = np.arange(T_q)[:, None]                                    # (T_q, 1)
-    stop_at = T_k - B + 1 if drop_last_keys else T_k
+    stop_at = T_k - B + 1 if drop_last_keys else min(T_q, T_k) if keys_to_T_q else T_k
     for start in range(0, max(stop_at, 0), B):
         stop = min(start + B, T_k)
         s = Q @ np.swapaxes(K[..., start:stop, :], -1, -2) * factor    # (..., T_q, b)
@@ -155,6 +183,10 @@ BUGS = (
     Bug("the scores are divided by √d_v instead of √d_k (d_k = K.shape[-1])", _bug(scale="sqrt_dv")),
     Bug("each block's softmax is normalised on its own and the blocks' reads are averaged, instead of "
         "keeping one running max and one running sum across blocks", _per_block_softmax_averaged),
+    Bug("the loop over keys stops at T_q, the number of queries: the keys run to T_k = K.shape[-2]",
+        _bug(keys_to_T_q=True)),
+    Bug("the running max starts at 0 instead of −∞: a query whose every score lies below about −745 gets "
+        "exp() = 0 for every key, and 0 / 0 is NaN", _bug(first_max=0.0)),
 )
 
 
@@ -163,7 +195,9 @@ BUGS = (
 def memory_calls(g):
     """The function at a short and a long length drawn from ``g`` (full, then causal, in one fresh
     kernel per length), each call's memory measured by the grader; at the longer length a few rows
-    (the first and last of a block among them), drawn here, are checked against a direct softmax."""
+    (the first and last of a block among them), drawn here, are checked against a direct softmax.
+    Then a batch of a few queries reading many shared keys in small blocks (``key_block_call``), in
+    a fresh kernel of its own."""
     calls = []
     for low, high in (SHORT_LENGTHS, LONG_LENGTHS):
         T = int(g.integers(low, high, endpoint=True))
@@ -172,8 +206,21 @@ def memory_calls(g):
         rows = sorted({*edges, edges[-1] - 1, *(int(r) for r in g.choice(T, SPOT_ROWS - 4, replace=False))})
         for causal in (False, True):
             calls.append(Call((Q, K, V), {"block_size": MEMORY_BLOCK, "causal": causal}, memory=True, kernel=T,
-                              note=rows))
-    return calls
+                              note={"rows": rows}))
+    return calls + [key_block_call(g)]
+
+
+def key_block_call(g):
+    """A batch of sequences of a few queries reading many keys that the batch shares, with small
+    blocks (sizes drawn from ``g`` in the ranges above); its memory measured by the grader."""
+    def size(low, high):
+        return int(g.integers(low, high, endpoint=True))
+
+    batch, T_q, T_k = size(*FEW_BATCH), size(*FEW_QUERIES), size(*MANY_KEYS)
+    d_k, d_v, block_size = size(*FEW_D_K), size(*FEW_D_V), size(*SMALL_BLOCKS)
+    Q = 2.0 * g.standard_normal((batch, T_q, d_k))                    # (batch, T_q, d_k)
+    K, V = g.standard_normal((T_k, d_k)), g.standard_normal((T_k, d_v))  # shared by the batch
+    return Call((Q, K, V), {"block_size": block_size}, memory=True, note={"key_blocks": True})
 
 
 def _spot_error(Q, K, V, O, causal, rows):
@@ -188,13 +235,54 @@ def _spot_error(Q, K, V, O, causal, rows):
     return error if np.isfinite(error) else float("inf")
 
 
+def _attention_error(Q, K, V, O, chunk=8):
+    """Largest error of ``O`` against attention computed directly (a few sequences at a time)."""
+    worst = 0.0
+    for start in range(0, Q.shape[0], chunk):
+        s = Q[start:start + chunk] @ K.T / np.sqrt(K.shape[-1])       # (chunk, T_q, T_k)
+        w = np.exp(s - s.max(axis=-1, keepdims=True))
+        error = float(np.abs(O[start:start + chunk] - (w / w.sum(axis=-1, keepdims=True)) @ V).max())
+        if not np.isfinite(error):                                    # NaN would compare as no error at all
+            return float("inf")
+        worst = max(worst, error)
+    return worst
+
+
+def judge_key_blocks(call, result):
+    """The key-block call: right values, and no more memory than tiles of block_size keys take
+    (beyond what any call takes in a fresh kernel and copies of its inputs)."""
+    Q, K, V = call.args
+    batch, T_q, _ = Q.shape
+    T_k, block_size = K.shape[0], call.kwargs["block_size"]
+    where = (f"With a batch of {batch} sequences of T_q = {T_q} queries reading T_k = {T_k:,} keys that the batch "
+             f"shares (K and V without a batch axis) and block_size = {block_size},")
+    if "raised" in result:
+        return (f"{where} your tiled_attention raised {result['raised']} (the memory calls run in a fresh kernel "
+                "that has run only the lesson's given cells and your answer cells)")
+    O = result["value"]
+    if not isinstance(O, np.ndarray) or O.shape != (batch, T_q, V.shape[-1]):
+        return f"{where} it returned {describe(O)}, not an array of shape {(batch, T_q, V.shape[-1])}."
+    if _attention_error(Q, K, V, O) > 1e-9:
+        return f"{where} your output differs from attention computed directly."
+    if result.get("peak") is None:
+        return f"{where} the grader could not measure the memory your tiled_attention took."
+    inputs = sum(a.nbytes for a in call.args)
+    own = result["peak"] - CALL_OVERHEAD - INPUT_COPIES * inputs
+    return key_block_problem(own, batch, T_q, T_k, block_size,
+                             f"(beyond the {CALL_OVERHEAD / 1e6:.0f} MB any call takes in a fresh kernel and "
+                             f"{INPUT_COPIES} times the {inputs / 1e6:.1f} MB of its inputs, as the grader sends them)")
+
+
 def judge_memory(R, calls, results):
     """From the short length to the long one, the memory a call takes must grow in proportion to
     T; what grows faster, beyond half a T × T array of booleans, is a T × T array. At the long
     length the causal call may take no more than the full one, by the same margin: more is a
-    T × T causal mask."""
+    T × T causal mask. Then the key-block call (``judge_key_blocks``)."""
+    key_blocks = [(call, result) for call, result in zip(calls, results) if "key_blocks" in call.note]
     growth, lengths = {}, {}
     for call, result in zip(calls, results):
+        if "key_blocks" in call.note:
+            continue
         T, causal = call.args[0].shape[0], call.kwargs["causal"]
         where = f"At T = {T}, d = {MEMORY_D}, block_size = {MEMORY_BLOCK} (causal={causal})"
         if "raised" in result:
@@ -203,7 +291,7 @@ def judge_memory(R, calls, results):
         O = result["value"]
         if not isinstance(O, np.ndarray) or O.shape != (T, MEMORY_D):
             return f"{where} it returned {describe(O)}, not an array of shape ({T}, {MEMORY_D})."
-        if T >= LONG_LENGTHS[0] and _spot_error(*call.args, O, causal, call.note) > 1e-9:
+        if T >= LONG_LENGTHS[0] and _spot_error(*call.args, O, causal, call.note["rows"]) > 1e-9:
             return f"{where} your output differs from attention computed directly on some rows."
         if result.get("peak") is None:
             return f"{where} the grader could not measure the memory your tiled_attention took."
@@ -228,6 +316,10 @@ def judge_memory(R, calls, results):
                     f"T × T array would take (at T = {long} one takes {long * long / 1e6:.1f} MB as booleans, "
                     f"{8 * long * long / 1e6:.0f} MB as float64). Never build a T × T array (scores, weights or "
                     "a causal mask): work on one block of keys (and of queries) at a time.")
+    for call, result in key_blocks:
+        problem = judge_key_blocks(call, result)
+        if problem:
+            return problem
     return None
 
 

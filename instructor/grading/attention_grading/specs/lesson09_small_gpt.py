@@ -8,11 +8,11 @@ singles it out (``judge.likely_bug``); a wrong form is told in the visible check
 widths (odd ones included), models, prompts, seeds; a case's label describes it without its
 numbers. Two tests go beyond comparing one output:
 
-- ``sample_next`` draws at random, so a case asks the learner package's ``draw_samples`` to
-  call it a few thousand times with a seeded Generator, twice with the same seed; the judge tests
-  the counts against the reference distribution (a catalogued mistake is named when the counts
-  fit its distribution and no other's), and the two runs against each other (the draws must come
-  from the ``rng`` given);
+- ``sample_next`` draws at random, so the grader (``sampling_driver``, outside the learner's
+  reach) has it called a few thousand times with one seeded Generator, twice with the same seed
+  (as the learner package's ``draw_samples`` does); the judge tests the counts against the reference distribution
+  (a catalogued mistake is named when the counts fit its distribution and no other's), and the
+  two runs against each other (the draws must come from the ``rng`` given);
 - ``generate`` gets a Generator too (it crosses the wire by its state); ``sample_next`` is lent,
   so the tokens it draws are determined by the logits it is handed: they and the logits must be
   those of the reference, which recomputes the whole causal pass. Extra calls at two lengths let
@@ -28,7 +28,7 @@ from attention_course import gpt_checks as mistake
 
 from .. import kernel_probe
 from ..judge import compare_arrays, describe, returns_problem, token_problem
-from ..spec import Bug, Call, Case, Learner, Library, Spec, register
+from ..spec import Bug, Call, Case, Learner, Shared, Spec, register
 
 LENT = ("multi_head_attention", "split_heads", "merge_heads")
 
@@ -324,6 +324,28 @@ def sample_next_cases(g):
     ]
 
 
+def sampling_driver(R, case):
+    """What ``attention_course.small_gpt.draw_samples`` does, decided by the grader: ``n`` calls of
+    the learner's ``sample_next(logits, temperature, top_k, rng)`` with one Generator made from the
+    case's seed, then ``n`` more with a fresh Generator from the same seed: ``(2, n)`` token ids,
+    or what a call raised. The two rows are equal when the draws come from ``rng``; their counts
+    estimate the distribution. Each run is one batch whose calls share the logits and the
+    Generator (``Shared``), made in turn in the kernel."""
+    sampler, logits, temperature, top_k, seed, n = case.args
+    runs = []
+    for _ in range(2):
+        shared_logits, rng = Shared(logits), Shared(np.random.default_rng(seed))
+        results = yield [Call((shared_logits, temperature, top_k, rng), target=sampler) for _ in range(int(n))]
+        for result in results:
+            if "raised" in result:
+                return {"raised": result["raised"]}
+        runs.append([result.get("value") for result in results])
+    try:
+        return {"value": np.array(runs, dtype=np.int64)}
+    except (TypeError, ValueError, OverflowError) as exc:
+        return {"raised": f"{type(exc).__name__}: {exc}"[:300]}
+
+
 def _fits(counts, p, n):
     """Do ``counts`` (per token, over ``n`` draws) fit the distribution ``p``? (None) or why not."""
     impossible = np.flatnonzero((p == 0) & (counts > 0))
@@ -343,7 +365,7 @@ def _judge_samples(R, case, mine):
     _, logits, temperature, top_k, _, n = case.args
     V = np.shape(logits)[-1]
     if not isinstance(mine, np.ndarray) or mine.shape != (2, n) or mine.dtype.kind not in "iu":
-        return (f"draw_samples could not collect {n} token ids from your sample_next (it got "
+        return (f"The grader could not collect {n} token ids from your sample_next (it got "
                 f"{describe(mine)}): return one token id, an int, per call.")
     if mine.min() < 0 or mine.max() >= V:
         return f"Your sample_next returned the token id {int(mine.max() if mine.max() >= V else mine.min())}, outside 0..{V - 1}."
@@ -398,7 +420,8 @@ register(Spec(
     name="sample_next",
     cases=sample_next_cases,
     outputs=("draws",),
-    target=Library("attention_course.small_gpt", "draw_samples"),
+    target=Learner("sample_next"),
+    driver=sampling_driver,
     compare=_judge_samples,
     extra_calls=sample_return_calls,
     judge_extra=judge_sample_returns,
@@ -442,6 +465,8 @@ def generate_cases(g):
              (one, prompt(3), 7), {"temperature": 1.8, "top_k": None, "rng": _rng(g)}),
         Case("2 layers: a prompt of 6 tokens, 1 new token (the prompt alone fills the cache)",
              (two, prompt(6), 1), {"temperature": 1.0, "top_k": None, "rng": _rng(g)}),
+        Case("2 layers: a prompt of 3 tokens, 4 new tokens, top_k = 1 and rng = None (greedy: generate makes "
+             "its own generator)", (two, prompt(3), 4), {"temperature": 1.0, "top_k": 1, "rng": None}),
     ]
 
 
@@ -577,15 +602,29 @@ def _judge_generate(R, case, mine):
 
 
 def judge_passing_on(R, case, calls):
-    """Each new token drawn by one call of sample_next given the case's temperature, top_k and rng
-    (the state the previous draw left it in), as the grader saw the stand-in's calls."""
-    state = kernel_probe.generator_state(case.kwargs["rng"])
+    """Each token through each block once (the token rows handed to layer_norm and the lent
+    functions, by the shapes the grader saw: a generate without a cache reruns them), and each new
+    token drawn by one call of sample_next given the case's temperature, top_k and rng (the state
+    the previous draw left it in), as the grader saw the stand-in's calls."""
+    params, prompt, n_new = case.args
+    rows = {}
+    for name, given in calls:
+        if name in mistake.ROWS_PER_TOKEN:
+            value = given.get("x", given.get("X"))
+            rows[name] = rows.get(name, 0) + (mistake.token_rows(value["shape"]) if isinstance(value, dict)
+                                              and "shape" in value else 1)
+    problem = mistake.rows_problem(rows, len(params["blocks"]), len(prompt) + int(n_new))
+    if problem:
+        return problem
+    # rng None: generate makes its own generator, whose first state the grader cannot know; it must
+    # then be the one generator every draw moves on.
+    state = kernel_probe.generator_state(case.kwargs["rng"]) if case.kwargs["rng"] is not None else None
     draws = []
     for name, given in calls:
         if name != "sample_next":
             continue
         rng = given.get("rng")
-        chained = isinstance(rng, dict) and rng.get("before") == state
+        chained = isinstance(rng, dict) and "before" in rng and (state is None or rng["before"] == state)
         if isinstance(rng, dict) and "after" in rng:
             state = rng["after"]
         draws.append((given.get("temperature") == case.kwargs["temperature"], given.get("top_k") == case.kwargs["top_k"],
