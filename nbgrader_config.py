@@ -60,6 +60,7 @@ c.GenerateSolution.preprocessors = [
 # from the verdicts (SaveVerdicts, nbgrader's SaveAutoGrades scored by the grader).
 c.Autograde.autograde_preprocessors = [
     "attention_grading.execute.GuardedExecute",
+    "attention_grading.learner_text.WellFormedText",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
@@ -79,8 +80,10 @@ c.GuardedExecute.notebook_timeout = 600
 c.DaskCluster.scheduler = os.environ.get("ATTENTION_DASK_SCHEDULER", "")
 # Restore deleted or altered test cells, and every graded cell's nbgrader metadata, from the
 # gradebook instead of "needs manual grading" (restore.py); metadata nbgrader cannot read is dropped
-# first.
+# first. Before anything, every lone UTF-16 surrogate a notebook's JSON may hold becomes U+FFFD
+# (learner_text.py), and again once the kernel added its outputs: any text is graded.
 c.Autograde.sanitize_preprocessors = [
+    "attention_grading.learner_text.WellFormedText",
     "nbgrader.preprocessors.ClearOutput",
     "attention_grading.restore.DropUnreadableMetadata",
     "nbgrader.preprocessors.DeduplicateIds",
