@@ -35,3 +35,4 @@ html_show_sourcelink = False
 # Two lessons' notebooks go from a title to a third-level heading; the lessons are not this
 # site's to change.
 suppress_warnings = ["myst.header"]
+html_copy_source = False    # the pages are the site; their Markdown is in the repository

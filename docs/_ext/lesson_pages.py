@@ -115,12 +115,17 @@ def run_solution(lesson):
     own. A cell that raises stops the run with its error (a page never shows a traceback, which
     could quote an answer's code)."""
     from nbclient import NotebookClient
+    from traitlets.config import Config
 
     nb = nbformat.read(notebook("solutions", lesson), as_version=4)
     nb.cells = [cell for cell in nb.cells if not is_graded_test(cell)]
     environment = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}   # the full demonstrations
     with tempfile.TemporaryDirectory(prefix=f"lesson-{lesson}-") as folder:
-        client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3", allow_errors=False,
+        # The kernel's channels are UNIX sockets in that folder: no port to choose, nothing on TCP.
+        config = Config()
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = os.path.join(folder, "kernel")
+        client = NotebookClient(nb, config=config, kernel_name="python3", timeout=CELL_TIMEOUT, allow_errors=False,
                                 resources={"metadata": {"path": folder}})
         # On a loop of its own, closed when done (runs go two at a time, in threads).
         asyncio.run(client.async_execute(env=environment))
