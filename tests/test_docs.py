@@ -263,7 +263,10 @@ def test_every_relative_link_of_the_markdown_resolves():
 
 
 def test_every_lesson_has_a_page():
-    assert sorted(p.stem for p in (DOCS / "lessons").glob("*.lesson")) == lesson_ids()
+    """Each lesson of source/ has its page (``docs/lessons/<id>.lesson``, holding its id) and a row
+    in the lessons page's table."""
+    assert sorted(p.stem for p in (DOCS / "lessons").glob("*.lesson")) == lesson_ids(), \
+        "a lesson without docs/lessons/<id>.lesson (a file holding its id), or a page without a lesson"
     index = (DOCS / "lessons" / "index.md").read_text()
     assert all(f"]({lesson}.lesson)" in index for lesson in lesson_ids())
 
