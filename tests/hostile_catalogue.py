@@ -12,14 +12,19 @@ worked.
 
 ``tests/test_hostile_catalogue.py`` grades them all (the full tier), beside a correct learner, with
 ``make grade`` and with plain ``nbgrader autograde``; the quick tier grades ``selected(full=False)``
-with ``make grade``.
+with ``make grade``. An attack may make a second attempt once its first is graded (``resubmit``),
+and hand in a notebook of another lesson with it (``companion``); to build the answers such an
+attempt hands in, the tests draw the first attempt's cases as the grader did (``drawn_cases``: the
+course's secret and attempts ledger), what a learner who mined that attempt completely would know.
 """
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 import nbformat
+import numpy as np
 
 from attention_grading.cells import grade_id, is_solution_code, is_written_answer, role
 from notebook_tools import lean, with_answer
@@ -27,7 +32,6 @@ from notebook_tools import lean, with_answer
 LESSON = "01_context_vectors"
 MEASURED_LESSON = "08_long_context"
 CAPSTONE, SMALL_GPT = "07_capstone", "09_small_gpt"     # whose hidden tests drive loops (training, sampling)
-LESSONS = (LESSON, CAPSTONE, MEASURED_LESSON, SMALL_GPT)
 PREFIX = "hostile-mark-"
 GOT = "GOT"                      # what an attack prints when something it tried worked
 
@@ -55,6 +59,13 @@ class Attack:
     written: tuple = ()          # written answers it tampers with: they must still await manual grading
     correct: bool = False        # its answers are right (``code`` None: the solution's): exactly full marks
     full_only: str = ""          # the quick-tier test that proves the same wall, where grading it takes long
+    # Its next attempt, handed in once the first was graded: (root, student, the attack's own code
+    # namespace) -> [(path, text)] of files added beside the same notebook.
+    resubmit: Optional[Callable] = None
+    # The same learner's submission to another lesson, handed in with the next attempt: (lesson,
+    # {function: code}, edit or None, (root, student, the attack's namespace) -> [(path, text)]).
+    companion: tuple = ()
+    leaks: bool = False          # it tries to bring hidden inputs, or a stand-in's answers to them, to its feedback
 
     @property
     def exercises(self):
@@ -960,6 +971,330 @@ get_ipython().events.register("post_run_cell", _malformed)
 })
 
 
+# ---------------------------------------------------------------- cases carried to the next attempt (issue 37, point 1)
+
+# An attack's answers are looked up by the exact inputs a call receives (bytes, dtype, shape, and
+# every other argument); the same function, run here on the grader's cases, names them alike.
+KEYED_ANSWERS = '''
+import hashlib, json
+_SEEN, _ANSWERS = [], {{}}
+
+def _key(*values):
+    h = hashlib.sha256()
+    for v in values:
+        if isinstance(v, np.ndarray):
+            h.update(v.dtype.str.encode() + repr(v.shape).encode() + np.ascontiguousarray(v).tobytes())
+        else:
+            h.update(repr(v).encode())
+    return h.hexdigest()
+
+def _on_file():
+    try:
+        with open("answers.json") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return {{}}
+
+def _answer(*values):
+    """The answer handed in for exactly these inputs, or None."""
+    known = _on_file().get(_key(*values))
+    if known is None:
+        return None
+    return tuple(np.array(part) for part in known) if isinstance(known, list) and known and \\
+        isinstance(known[0], list) and isinstance(known[-1], list) and len(known) == 2 and \\
+        np.ndim(known[0]) != np.ndim(known[1]) else np.array(known)
+
+def _leaked():
+    return "{marker} LEAKED " + json.dumps(_ANSWERS)
+'''
+
+CARRIED_SOFTMAX = KEYED_ANSWERS + '''
+def softmax(x, axis=-1):
+    _SEEN.append((x, axis))            # during its hidden test: the grader's inputs
+    known = _answer(x, axis)
+    if known is not None:
+        return known
+    return np.zeros_like(np.asarray(x, dtype=float))
+'''
+
+ASKING_CONTEXTUALIZE = ("contextualize", '''
+def contextualize(X):
+    X = np.asarray(X, dtype=float)
+    A = softmax(X @ np.swapaxes(X, -1, -2) / np.sqrt(X.shape[-1]), axis=-1)
+    for x, axis in list(_SEEN):        # softmax's own hidden inputs, asked of the grader's softmax
+        try:
+            _ANSWERS[_key(x, axis)] = np.asarray(softmax(x, axis=axis)).tolist()
+        except Exception:
+            pass
+    return A @ X, A
+''')
+
+CARRIED_MHA = KEYED_ANSWERS + '''
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+    _SEEN.append((X, W_Q, W_K, W_V, W_O, n_heads, mask))
+    known = _answer(X, W_Q, W_K, W_V, W_O, n_heads, mask)
+    if known is not None:
+        return known
+    X = np.asarray(X, dtype=float)
+    T = X.shape[-2]
+    return np.zeros(X.shape[:-1] + (np.shape(W_O)[-1],)), np.zeros(X.shape[:-2] + (n_heads, T, T))
+'''
+
+# Lesson 09's transformer_block, graded while multi_head_attention is lent: it asks the lent one
+# for the answers to lesson 06's hidden inputs (handed in beside it) and keeps them for a later cell.
+ASKING_TRANSFORMER_BLOCK = KEYED_ANSWERS + '''
+def layer_norm(x, gamma, beta, eps=1e-5):
+    x = np.asarray(x, dtype=float)
+    mean = x.mean(axis=-1, keepdims=True)
+    return gamma * (x - mean) / np.sqrt(x.var(axis=-1, keepdims=True) + eps) + beta
+
+def transformer_block(x, params, mask):
+    p = params
+    try:
+        with open("lesson06_inputs.json") as fh:
+            asked = json.load(fh)
+    except (OSError, ValueError):
+        asked = []
+    for args, n_heads, mask_06 in asked:
+        args = [np.array(a) for a in args]
+        mask_06 = None if mask_06 is None else np.array(mask_06, dtype=bool)
+        try:
+            O, A = multi_head_attention(*args, n_heads, mask=mask_06)
+            _ANSWERS[_key(*args, n_heads, mask_06)] = [np.asarray(O).tolist(), np.asarray(A).tolist()]
+        except Exception:
+            pass
+    h = layer_norm(x, p["ln1_gamma"], p["ln1_beta"])
+    attended, _ = multi_head_attention(h, p["W_Q"], p["W_K"], p["W_V"], p["W_O"], p["n_heads"], mask=mask)
+    x = x + attended
+    h = layer_norm(x, p["ln2_gamma"], p["ln2_beta"])
+    return x + np.maximum(h @ p["W_1"] + p["b_1"], 0) @ p["W_2"] + p["b_2"]
+'''
+
+
+# Pasted into lesson 09 unwritten: every answer it gets comes from the grader's lent one.
+UNWRITTEN_MHA = '''
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+    raise NotImplementedError("asked of the grader instead")
+'''
+
+
+def _print_at_the_end(nb):
+    """A cell of its own after every other: what the attack kept, printed into its feedback."""
+    nb.cells.append(nbformat.v4.new_code_cell("print(_leaked())"))
+    return nb
+
+
+def _json_ready(value):
+    if isinstance(value, tuple):
+        return [np.asarray(v).tolist() for v in value]
+    return np.asarray(value).tolist()
+
+
+def drawn_cases(root, student, lesson, function, attempt):
+    """The hidden cases of ``function`` that attempt number ``attempt`` of ``student`` drew, as the
+    grader drew them (the course's secret and attempts ledger): [(the arguments the kernel receives,
+    bound to the reference's parameters, the reference's answer)]."""
+    import inspect
+
+    from attention_grading import kernel_probe
+    from attention_grading import spec as spec_module
+    from attention_grading.attempts import AttemptLedger
+    from attention_grading.case_secret import course_secret
+    from attention_grading.reference import reference
+
+    entry = AttemptLedger(root).attempts(student, lesson)[attempt - 1]
+    spec = spec_module.get(function)
+    g = spec_module.case_generator(bytes.fromhex(course_secret(root)), entry.key(student, lesson), function)
+    R, drawn = reference(), []
+    signature = inspect.signature(getattr(R, function))
+    for case in spec.cases(g):
+        received = [kernel_probe.decode(kernel_probe.encode(a)) for a in case.args]
+        keywords = {k: kernel_probe.decode(kernel_probe.encode(v)) for k, v in case.kwargs.items()}
+        bound = signature.bind(*received, **keywords)
+        bound.apply_defaults()
+        drawn.append((list(bound.arguments.values()), getattr(R, function)(*case.args, **case.kwargs)))
+    return drawn
+
+
+def answers_of_attempt(root, student, lesson, function, namespace, attempt=1):
+    """{key: the reference's answer} for every hidden case of ``function`` in attempt ``attempt``,
+    keyed by the attack's own ``_key`` (``namespace``: its code, run here): what a learner who
+    mined that attempt completely would hand in with the next."""
+    return {namespace["_key"](*values): _json_ready(answer)
+            for values, answer in drawn_cases(root, student, lesson, function, attempt)}
+
+
+def leaked(text):
+    """{key: answer} an attack printed (``_leaked``) in ``text`` (a notebook's JSON or a page)."""
+    found = {}
+    for payload in re.findall(r"LEAKED (\{.*?\})(?:\\n|\n|\"|<)", text):
+        try:
+            found.update(json.loads(payload.replace('\\"', '"')))
+        except ValueError:
+            pass
+    return found
+
+
+def _next_attempt_with_answers(function):
+    """The next attempt: the same notebook, and beside it every answer of the first attempt's hidden
+    cases of ``function``, both what its feedback showed and what mining it completely would give."""
+    def files(root, student, namespace, first_attempt_text=""):
+        lesson = ATTACKS[student.removeprefix("attack_")].lesson
+        answers = leaked(first_attempt_text)
+        answers.update(answers_of_attempt(root, student, lesson, function, namespace))
+        return [("answers.json", json.dumps(answers))]
+    return files
+
+
+def _lesson06_inputs_for_lesson09(root, student, namespace):
+    """Lesson 06's hidden inputs of multi_head_attention (its first attempt), for lesson 09's
+    transformer_block to ask the lent multi_head_attention about."""
+    inputs = []
+    for values, _ in drawn_cases(root, student, "06_multi_head", "multi_head_attention", 1):
+        X, W_Q, W_K, W_V, W_O, n_heads, mask = values
+        inputs.append([[np.asarray(a).tolist() for a in (X, W_Q, W_K, W_V, W_O)], n_heads,
+                       None if mask is None else np.asarray(mask).tolist()])
+    return [("lesson06_inputs.json", json.dumps(inputs))]
+
+
+ATTACKS.update({
+    "carry_cases_to_the_next_attempt": Attack(
+        "softmax", "attempt 1: softmax records its hidden inputs, contextualize asks the lent softmax for their "
+        "answers, a last cell prints them; attempt 2: the same notebook and a file of those answers (once: 3/3 "
+        "for a softmax never written)", CARRIED_SOFTMAX, second=ASKING_CONTEXTUALIZE, edit=_print_at_the_end,
+        resubmit=_next_attempt_with_answers("softmax"), leaks=True),
+    "carry_cases_across_lessons": Attack(
+        "multi_head_attention", "lesson 06 attempt 1 records multi_head_attention's hidden inputs; lesson 09's "
+        "transformer_block asks the lent multi_head_attention for their answers and prints them; lesson 06 "
+        "attempt 2 answers from a file (once: 3 to 9 of 12)", CARRIED_MHA, lesson="06_multi_head",
+        edit=_print_at_the_end, resubmit=_next_attempt_with_answers("multi_head_attention"), leaks=True,
+        companion=("09_small_gpt", {"transformer_block": ASKING_TRANSFORMER_BLOCK,
+                                    "multi_head_attention": UNWRITTEN_MHA}, _print_at_the_end,
+                   _lesson06_inputs_for_lesson09),
+        full_only="test_hostile_catalogue.py::test_a_case_carried_to_the_next_attempt_earns_nothing"),
+    "hidden_inputs_in_exceptions": Attack("softmax", "carry its hidden inputs out in an exception's type and "
+                                          "message, an escaping KeyboardInterrupt, warnings, writes to fd 1 and "
+                                          "2 and its kernel's log (then it crashes) while its tests run", '''
+import os, warnings
+def _said(x):
+    return " ".join(repr(float(v)) for v in np.ravel(np.asarray(x, dtype=float))[:24])
+
+def softmax(x, axis=-1):
+    values = _said(x)
+    print("{marker} print", values)
+    warnings.warn("{marker} warned " + values, RuntimeWarning)
+    if np.ndim(x) == 1:
+        raise KeyboardInterrupt("{marker} interrupted " + values)      # escapes the probe's except
+    raise type("Leak_" + values.replace(" ", "_").replace(".", "p").replace("-", "m")[:60], (ValueError,), {{}})(
+        "{marker} raised " + values)
+''', second=("contextualize", '''
+def contextualize(X):
+    values = _said(X)
+    os.write(1, ("{marker} fd1 " + values + "\\n").encode())
+    os.write(2, ("{marker} fd2 " + values + "\\n").encode())
+    os._exit(3)                        # its kernel's log goes to the grader's notes
+'''), wrong=("contextualize",), leaks=True),
+})
+
+
+# ---------------------------------------------------------------- a kernel killed by a hook (issue 37, point 4)
+
+SCRATCH_CELL = "print('a scratch cell of my own')"
+
+
+def _with_hook(hook):
+    """The solution, with a cell of the learner's own just before softmax's test (so that the grader
+    switches its figures off at the test's index) and, after softmax's answer, a cell registering
+    ``hook`` (``SCRATCH``: that cell's source)."""
+    def edit(nb):
+        test = next(i for i, c in enumerate(nb.cells) if grade_id(c) == "softmax_matches_reference")
+        nb.cells.insert(test, nbformat.v4.new_code_cell(SCRATCH_CELL))
+        answer = next(i for i, c in enumerate(nb.cells) if grade_id(c) == "softmax" and is_solution_code(c))
+        nb.cells.insert(answer + 1, nbformat.v4.new_code_cell(f"SCRATCH = {SCRATCH_CELL!r}\n" + hook))
+        return nb
+    return edit
+
+
+ATTACKS.update({
+    "hook_kills_the_kernel_at_a_test_cell": Attack(
+        "softmax", "a pre_run_cell hook kills the kernel as softmax's test cell starts, right after the grader "
+        "switched figures off at that cell's index (once: the switch took the cell's place, the cell vanished: "
+        "needs manual grading, the crash blamed on the grader's cell)",
+        None, edit=_with_hook('''
+import os
+def _kill(info):
+    if info.raw_cell.lstrip().startswith("\'\'\'softmax agrees with the reference"):
+        os._exit(1)
+get_ipython().events.register("pre_run_cell", _kill)
+''')),
+    "hook_kills_the_kernel_before_a_test_cell": Attack(
+        "softmax", "a post_run_cell hook kills the kernel after the cell just before softmax's test", None,
+        full_only="test_hostile_catalogue.py::test_every_graded_cell_stays_with_a_score", edit=_with_hook('''
+import os
+def _kill(result):
+    if result.info.raw_cell.strip() == SCRATCH:
+        os._exit(1)
+get_ipython().events.register("post_run_cell", _kill)
+'''), correct=True),
+})
+
+
+# ---------------------------------------------------------------- any text JSON holds; stand-ins within bounds (point 6)
+
+def _any_text(text):
+    """The notebook with lone surrogates and control characters in an answer's comment (softmax: it
+    still runs), in contextualize's code (a NUL: it cannot run), in prose, written answers and
+    metadata, written as JSON escapes, as a valid notebook may hold them."""
+    data = json.loads(text)
+    for cell in data["cells"]:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid == "softmax" and cell["cell_type"] == "code":
+            source = source.replace("def softmax(x, axis=-1):", "def softmax(x, axis=-1):  # \ud800\udfff \x01\x1b\x7f\x85")
+        elif gid == "contextualize" and cell["cell_type"] == "code":
+            source += "\n\x00"
+        elif cell["cell_type"] == "markdown":
+            source += " \ud800 \x00\x01\x0c \ufffe"
+        cell["source"] = source
+        cell.setdefault("metadata", {})["note"] = "\udbff\x02"
+    data["metadata"]["\udc80key"] = ["\ud800", "\x00"]
+    data["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                          "source": FORGED_SURROGATES})
+    return json.dumps(data, ensure_ascii=True)
+
+
+# Outputs holding lone surrogates, sent as JSON escapes (a kernel's own messages cannot encode them).
+FORGED_SURROGATES = r"""
+import json
+from IPython.display import display
+from jupyter_client.session import json_default
+get_ipython().kernel.session.pack = lambda obj: json.dumps(obj, default=json_default, ensure_ascii=True).encode()
+print("printed \ud800 and \x00")
+display({"text/plain": "shown \udfff", "text/html": "<b>\udbff</b>"}, raw=True)
+"""
+
+
+ATTACKS.update({
+    "text_any_json_holds": Attack(
+        "contextualize", "lone surrogates and control characters (JSON escapes) in code, prose, written answers, "
+        "metadata and outputs (once: UnicodeEncodeError, the submission failed)", None, raw=_any_text,
+        written=("self_weight_answer", "row_softmax_answer")),
+    "stand_in_asked_for_huge_answers": Attack(
+        "generate", "ask the lent positional_encoding for 4096 × 4096 tables, again and again (once: 887 MiB in the "
+        "grading worker, 322 s for a 42 s job)", '''
+def generate(params, prompt, n_new, temperature=1.0, top_k=None, rng=None):
+    for _ in range(400):
+        try:
+            positional_encoding(4096, 4096)
+        except Exception:
+            pass
+    return [int(t) for t in prompt] + [0] * n_new, np.zeros((n_new, 3))
+''', lesson="09_small_gpt",
+        full_only="unit/test_conversation.py::test_stand_ins_are_bounded_by_the_tests_own_calls"),
+})
+
+
+
 # ---------------------------------------------------------------- trusted drivers (issue 37, point 2)
 
 ASCENT_ADAM = '''
@@ -1054,8 +1389,12 @@ def selected(full):
 
 
 def lessons_of(names):
-    """The lessons the attacks ``names`` are handed in for, in order."""
-    return sorted({ATTACKS[name].lesson for name in names})
+    """The lessons the attacks ``names`` are handed in for (companions' included), in order."""
+    return sorted({ATTACKS[name].lesson for name in names} |
+                  {ATTACKS[name].companion[0] for name in names if ATTACKS[name].companion})
+
+
+LESSONS = tuple(lessons_of(ATTACKS))
 
 
 def build(answer, name, context):
@@ -1085,6 +1424,27 @@ def build(answer, name, context):
         nb = attack.edit(nb)
     raw = attack.raw(nbformat.writes(nb)) if attack.raw is not None else None
     return nb, [(path, content.format(**fill)) for path, content in attack.extra_files], raw
+
+
+def build_companion(answer, name, context):
+    """The notebook attack ``name`` hands in to its companion lesson (``answer``: that lesson's
+    solved notebook)."""
+    lesson, codes, edit, _ = ATTACKS[name].companion
+    fill = {**context, "marker": PREFIX + name}
+    nb = lean(answer)
+    for function, code in codes.items():
+        nb = with_answer(nb, function, code.format(**fill))
+    return edit(nb) if edit is not None else nb
+
+
+def attack_namespace(name, context):
+    """The attack's own code, run here (``np`` given): its helpers, such as the ``_key`` that names
+    an answer the way the attack looks it up."""
+    attack = ATTACKS[name]
+    fill = {**context, "marker": PREFIX + name}
+    namespace = {"np": np}
+    exec(attack.code.format(**fill), namespace)
+    return namespace
 
 
 def _tests_of(nb, function):

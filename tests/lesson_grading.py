@@ -238,7 +238,7 @@ def grade_all(folder, lessons, attacks=False, sampled=False):
         readers.add(next(s for s in students if s.startswith("wrong--")))
         readers.add(next((s for s in students if s.endswith("--patched_helpers")), "solution"))
     if attacks:
-        readers |= {f"attack_{name}" for name in hostile_tests.FEEDBACK_READERS}
+        readers |= {f"attack_{name}" for name in hostile_tests.FEEDBACK_READERS if name in attack_names}
     reader_args = [arg for student in sorted(readers) for arg in ("--student", student)]
     feedback = run_grade(root, *lesson_args, *reader_args, "--workers", "4", "--no-report", timeout=600)
     if "feedback file(s) could not be generated" in feedback.stdout or \

@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 
+import numpy as np
 import pytest
 
 import conftest
@@ -265,3 +266,67 @@ def test_grades_by_learner_is_grades_csv_one_row_per_learner(graded_class):
     by_student = {r["student"]: r for r in learners}
     assert {"dave", "erin", "frank"} <= {s for s, r in by_student.items() if r[f"{LESSON} points"] == ""}
     assert float(by_student["alice"][f"{LESSON} percent"]) > float(by_student["carol"][f"{LESSON} percent"]) > 0
+
+
+IDENTITY_SOFTMAX = "def softmax(x, axis=-1):\n    return np.asarray(x, dtype=float)\n"
+
+
+@pytest.mark.full   # five gradings of one notebook, both ways; tests/unit/test_attempts.py tests the ledger alone
+def test_the_same_attempt_graded_again_draws_the_same_cases_and_a_new_one_new_cases(tmp_path):
+    """A submission graded again (by make grade with --force, or by plain nbgrader autograde on the same
+    course) is the same attempt: the ledger keeps one entry and its verdict is the same. Handing in
+    other files, then the first files again, makes attempts 2 and 3: the third draws cases other
+    than the first's although its files are the first's. Each verdict is what the judge says on the
+    cases the ledger's attempt draws (the grader used that attempt's key)."""
+    from attention_grading import spec as spec_module
+    from attention_grading.attempts import AttemptLedger
+    from attention_grading.case_secret import course_secret
+    from attention_grading.hidden_tests import run_locally
+    from attention_grading.reference import reference
+
+    root = copy_course(tmp_path / "course")
+    nbgrader(root, "generate_assignment", LESSON, "--force")
+    nb = json.loads(notebook("correct"))
+    for cell in nb["cells"]:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "softmax":
+            cell["source"] = IDENTITY_SOFTMAX
+    first = json.dumps(nb)
+    folder = submit(root, "ivy", first)
+    ledger, secret = AttemptLedger(root), bytes.fromhex(course_secret(root))
+
+    def verdict():
+        notes = json.loads((root / "autograded" / "ivy" / LESSON / "grading-notes.json").read_text())
+        return notes["verdicts"]["softmax_matches_reference"]["message"]
+
+    def cases_of(attempt):
+        g = spec_module.case_generator(secret, attempt.key("ivy", LESSON), "softmax")
+        return spec_module.get("softmax").cases(g)
+
+    def predicted(attempt):
+        namespace = {"np": __import__("numpy")}
+        exec(IDENTITY_SOFTMAX, namespace)
+        g = spec_module.case_generator(secret, attempt.key("ivy", LESSON), "softmax")
+        return run_locally(spec_module.get("softmax"), reference(), namespace, g).message
+
+    def grade(*args):
+        done = run_grade(root, "--student", "ivy", "--no-report", "--no-feedback", *args)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    grade()
+    (one,) = ledger.attempts("ivy", LESSON)
+    said = verdict()
+    assert said == predicted(one) and "differs from the reference" in said, said
+    grade("--force")
+    assert verdict() == said and len(ledger.attempts("ivy", LESSON)) == 1
+    stock = nbgrader(root, "autograde", LESSON, "--student", "ivy", "--force")
+    assert "ivy" in stock.stdout and verdict() == said and len(ledger.attempts("ivy", LESSON)) == 1
+
+    (folder / "answers.json").write_text("{}")
+    grade()
+    (folder / "answers.json").unlink()
+    (folder / f"{LESSON}.ipynb").write_text(first)
+    grade()
+    attempts = ledger.attempts("ivy", LESSON)
+    assert [a.number for a in attempts] == [1, 2, 3] and attempts[2].digest == attempts[0].digest
+    assert verdict() == predicted(attempts[2]) != said
+    assert not any(np.array_equal(a.args[0], b.args[0]) for a, b in zip(cases_of(attempts[0]), cases_of(attempts[2])))

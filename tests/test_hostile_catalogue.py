@@ -15,7 +15,12 @@ autograde`` (the course's nbgrader_config.py, one notebook at a time). For each 
   UNIX stream, UNIX datagram or ZeroMQ server the test runs), no attack reports that anything it
   tried worked, no script survives in an autograded notebook, no reference code in the
   attacker's feedback, and the autograded notebooks stay within the output caps;
-- grading finishes, and a later run grades a correct learner as before.
+- grading finishes, and a later run grades a correct learner as before;
+- an attack that makes a second attempt (``Attack.resubmit``: the same notebook, a file of
+  answers beside it) hands it in once the first is graded, both ways, and is graded again: it
+  gains nothing either, and nothing its first attempt showed carries a hidden case;
+- every graded cell stays, with a score, whatever a learner's hook does to the kernel; any text
+  a notebook's JSON can hold is graded; a stand-in asked for more than its test needs is refused.
 
 Both runs start in the background when the tests are collected (tests/background.py).
 """
@@ -29,6 +34,7 @@ import time
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 
 import background
@@ -89,7 +95,8 @@ def attack_processes():
 
 
 CORRECT = "solution"            # the correct learner graded beside every attack (of each lesson)
-FEEDBACK_READERS = ("print_everything_into_feedback", "script_in_output", "script_in_answer", "grader_secrets")
+FEEDBACK_READERS = ("print_everything_into_feedback", "script_in_output", "script_in_answer", "grader_secrets",
+                    "carry_cases_to_the_next_attempt", "carry_cases_across_lessons", "hidden_inputs_in_exceptions")
 
 
 def write_attacks(root, names):
@@ -119,9 +126,54 @@ def write_attacks(root, names):
             (folder / path).parent.mkdir(parents=True, exist_ok=True)
             (folder / path).write_text(content)
     course_secret(root)           # the course's own state, made before grading as a first run does
-    return {"listener": listener, "root": root, "attacks": list(names), "lessons": lessons,
+    return {"listener": listener, "root": root, "attacks": list(names), "lessons": lessons, "fill": context,
             "before": {tree: tree_hash(root / tree) for tree in COURSE_TREES},
             "environment_before": {folder: metadata_snapshot(folder) for folder in WATCHED}}
+
+
+def _shown(root, student, lesson):
+    """What a learner can read of a graded submission: its autograded notebook (the outputs its
+    feedback shows) and its feedback page, if one was made."""
+    texts = []
+    for path in (root / "autograded" / student / lesson / f"{lesson}.ipynb",
+                 root / "feedback" / student / lesson / f"{lesson}.html"):
+        if path.is_file():
+            texts.append(path.read_text(errors="replace"))
+    return "\n".join(texts)
+
+
+def hand_in_next_attempts(context):
+    """Once the first grading is over: the next attempt of every attack that makes one, handed in
+    as its learner would (the same notebook, files added beside it, made from what the first
+    attempt showed and from that attempt's cases), and its submission to a companion lesson.
+    Returns {student: lessons to grade again} and keeps what the first attempts showed in the
+    context."""
+    root, again = context["root"], {}
+    context["first_attempts"] = {}
+    for name in context["attacks"]:
+        attack = catalogue.ATTACKS[name]
+        if attack.resubmit is None:
+            continue
+        student = f"attack_{name}"
+        shown = _shown(root, student, attack.lesson)
+        context["first_attempts"][name] = {attack.lesson: shown}
+        namespace = catalogue.attack_namespace(name, context["fill"])
+        for path, content in attack.resubmit(root, student, namespace, shown):
+            (root / "submitted" / student / attack.lesson / path).write_text(content)
+        again[student] = [attack.lesson]
+        if attack.companion:
+            lesson = attack.companion[0]
+            answer = solved(ROOT / "notebooks" / lesson / f"{lesson}.ipynb",
+                            ROOT / "solutions" / lesson / f"{lesson}.ipynb")
+            folder = root / "submitted" / student / lesson
+            folder.mkdir(parents=True)
+            nbformat.write(catalogue.build_companion(answer, name, context["fill"]), folder / f"{lesson}.ipynb")
+            for path, content in attack.companion[3](root, student, namespace):
+                (folder / path).write_text(content)
+            again[student].append(lesson)
+    # The learner changed their submission: what grading must leave untouched is it as it is now.
+    context["before"]["submitted"] = tree_hash(root / "submitted")
+    return again
 
 
 def _scores(root, lessons):
@@ -142,6 +194,10 @@ def inspect(context, run, again=None):
         time.sleep(0.2)
     grades_csv = root / "grades.csv"
     return {"run": run, "root": root, "attacks": context["attacks"], "lessons": context["lessons"],
+            "first_attempts": context.get("first_attempts", {}), "fill": context["fill"],
+            "companions": {name: _shown(root, f"attack_{name}", catalogue.ATTACKS[name].companion[0])
+                           for name in context["attacks"] if catalogue.ATTACKS[name].companion},
+            "resubmitted": context.get("resubmitted"),
             "after": {tree: tree_hash(root / tree) for tree in COURSE_TREES},
             "before": context["before"],
             "environment_changed": {folder: snapshot_changes(state, metadata_snapshot(folder))
@@ -163,6 +219,12 @@ def after_make_grade(context, run):
     """The ``make grade`` half (called by tests/lesson_grading.py's catalogue run, which grades
     the attacks, and their feedback, with everything else): a later run, then the snapshot."""
     root = context["root"]
+    next_attempts = hand_in_next_attempts(context)
+    if next_attempts:
+        lessons = sorted({lesson for lessons in next_attempts.values() for lesson in lessons})
+        context["resubmitted"] = run_grade(root, *[a for l in lessons for a in ("--lesson", l)],
+                                           *[a for s in next_attempts for a in ("--student", s)], "--no-report",
+                                           timeout=900)
     again = run_grade(root, "--lesson", LESSON, "--student", CORRECT, "--force", "--no-report",
                       "--no-feedback", timeout=300)
     results = inspect(context, run, (again, grade_table(f"sqlite:///{root / 'gradebook.db'}")))
@@ -188,6 +250,11 @@ def grade_with_nbgrader(folder):
         env={**os.environ, "ATTENTION_TEST_SECRET": SECRET,
              "PATH": f"{Path(os.sys.executable).parent}:{os.environ['PATH']}"},
         capture_output=True, text=True, timeout=HANG_GUARD) for lesson in catalogue.LESSONS]
+    for student, lessons in hand_in_next_attempts(context).items():
+        runs += [subprocess.run(
+            [os.sys.executable, "-m", "nbgrader", "autograde", lesson, "--student", student, "--force"], cwd=root,
+            env={**os.environ, "PATH": f"{Path(os.sys.executable).parent}:{os.environ['PATH']}"},
+            capture_output=True, text=True, timeout=HANG_GUARD) for lesson in lessons]
     run = subprocess.CompletedProcess(runs[0].args, max(r.returncode for r in runs),
                                       "".join(r.stdout for r in runs), "".join(r.stderr for r in runs))
     results = inspect(context, run)
@@ -221,12 +288,15 @@ def _points(scores, student, exercise_tests, lesson=LESSON):
 
 TESTS = {"softmax": ["softmax_matches_reference"], "contextualize": ["contextualize_matches_reference"],
          "tiled_attention": ["tiled_attention_matches_reference"],
+         "multi_head_attention": ["multi_head_attention_matches_reference"],
+         "generate": ["generate_matches_reference"],
          "adam_step": ["adam_step_matches_reference", "adam_step_trains_the_model"],
          "sample_next": ["sample_next_matches_reference"]}
 #: The hidden tests of the correct learner of each lesson the attacks are handed in for (3 points each).
 CORRECT_TESTS = {catalogue.LESSON: TESTS["softmax"] + TESTS["contextualize"],
+                 "06_multi_head": TESTS["multi_head_attention"],
                  catalogue.MEASURED_LESSON: TESTS["tiled_attention"],
-                 catalogue.CAPSTONE: TESTS["adam_step"], catalogue.SMALL_GPT: TESTS["sample_next"]}
+                 catalogue.CAPSTONE: TESTS["adam_step"], catalogue.SMALL_GPT: TESTS["sample_next"] + TESTS["generate"]}
 # The plain-nbgrader half runs in the full tier (``pytest --full``).
 WAYS = ["make grade", pytest.param("nbgrader autograde", marks=pytest.mark.full)]
 OUTPUT_CAP_BYTES = (8 << 20) + (2 << 20)   # GuardedExecute.max_notebook_output_bytes, and the lesson itself
@@ -288,7 +358,7 @@ def _maxima(root, lesson):
 
 @pytest.mark.parametrize("way", WAYS)
 def test_the_correct_learner_keeps_full_marks_and_grading_finishes(hostile, way):
-    """The correct learners (of lesson 01, and of lessons 07, 08 and 09 where their attacks were
+    """The correct learners (of lesson 01, and of lessons 06, 07, 08 and 09 where their attacks were
     graded), graded in the same run as the attacks, score every point of their hidden tests; the
     run ended."""
     run = hostile["run"]
@@ -300,6 +370,8 @@ def test_the_correct_learner_keeps_full_marks_and_grading_finishes(hostile, way)
     maxima = {(lesson, gid): points for lesson in hostile["lessons"]
               for gid, points in _maxima(hostile["root"], lesson).items()}
     assert all(v == (maxima[key], False) for key, v in correct.items()), (correct, run.stdout[-3000:])
+    if hostile["resubmitted"] is not None:
+        assert hostile["resubmitted"].returncode in (0, 1), hostile["resubmitted"].stdout[-3000:]
 
 
 @pytest.mark.parametrize("way", WAYS)
@@ -420,7 +492,8 @@ def test_no_feedback_shows_reference_code(make_grade_half):
     """Feedback of attackers that print all they can find: their own code and verdicts, never the
     reference or a hidden test."""
     root = make_grade_half["root"]
-    files = [root / "feedback" / f"attack_{name}" / LESSON / f"{LESSON}.html" for name in FEEDBACK_READERS]
+    files = [root / "feedback" / f"attack_{name}" / catalogue.ATTACKS[name].lesson /
+             f"{catalogue.ATTACKS[name].lesson}.html" for name in FEEDBACK_READERS if name in make_grade_half["attacks"]]
     assert all(f.is_file() for f in files), [str(f) for f in files if not f.is_file()]
     reference = leaks.reference_lines()
     for path in files:
@@ -455,6 +528,159 @@ def test_a_crash_is_named_and_costs_its_exercise_only(hostile, way):
     assert notes["crashed_cells"] or any(v["kind"] == "crashed" for v in notes["verdicts"].values()), notes
     assert _points(hostile["scores"], "attack_segfault", TESTS["contextualize"]) == \
         {"contextualize_matches_reference": (3.0, False)}
+
+
+# ---------------------------------------------------------------- cases, attempts, cells, text (issue 37)
+
+RESUBMITTED = [name for name in ATTACKS if catalogue.ATTACKS[name].resubmit is not None]
+LEAKING = [name for name in ATTACKS if catalogue.ATTACKS[name].leaks]
+
+
+def _params(names):
+    return [pytest.param(name, marks=tier_marks(name)) for name in names]
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("attack", _params(RESUBMITTED))
+def test_a_case_carried_to_the_next_attempt_earns_nothing(hostile, attack, way):
+    """The learner hands in the same notebook again with a file answering every hidden case its first
+    attempt drew (what its feedback showed, and what mining that attempt completely would give):
+    a new attempt, which draws new cases, so the function it never wrote earns nothing. The first
+    attempt's feedback showed none of the answers a stand-in gave inside the kernel."""
+    from attention_grading.attempts import AttemptLedger
+
+    root, spec = hostile["root"], catalogue.ATTACKS[attack]
+    student = f"attack_{attack}"
+    attempts = AttemptLedger(root).attempts(student, spec.lesson)
+    assert [a.number for a in attempts] == [1, 2] and attempts[0].digest != attempts[1].digest, attempts
+    handed_in = json.loads((root / "submitted" / student / spec.lesson / "answers.json").read_text())
+    keys = catalogue.attack_namespace(attack, hostile["fill"])["_key"]
+    first = [keys(*values) for values, _ in catalogue.drawn_cases(root, student, spec.lesson, spec.target, 1)]
+    second = [keys(*values) for values, _ in catalogue.drawn_cases(root, student, spec.lesson, spec.target, 2)]
+    assert first and all(key in handed_in for key in first), "the file does not answer the first attempt's cases"
+    assert not set(second) & set(handed_in), "the second attempt drew a case of the first"
+    assert _points(hostile["scores"], student, TESTS[spec.target], spec.lesson) == \
+        {gid: (0.0, False) for gid in TESTS[spec.target]}
+    shown = [*hostile["first_attempts"][attack].values()] + (
+        [hostile["companions"][attack]] if attack in hostile["companions"] else [])
+    for text in shown:              # what its feedback showed (lesson 09's: the lent answers it asked for)
+        assert "LEAKED {}" in text, text[-2000:]
+        assert not catalogue.leaked(text), list(catalogue.leaked(text))[:3]
+
+
+def _hidden_values(root, student, lesson, function):
+    """The numbers of the hidden inputs an attempt drew, as text a leak would print them in."""
+    values = set()
+    for arguments, _ in catalogue.drawn_cases(root, student, lesson, function, 1):
+        for value in arguments:
+            if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+                for number in value.ravel()[:40]:
+                    if np.isfinite(number) and abs(number) > 1e-3 and number != round(number):
+                        values |= {repr(float(number)), f"{number:.6f}"}
+    return values
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("attack", _params(LEAKING))
+def test_no_hidden_input_reaches_what_the_learner_sees(hostile, attack, way):
+    """Whatever the attack printed, raised, warned or wrote while its hidden test ran, no number of
+    that test's hidden inputs is in its autograded notebook or its feedback (first attempt); an
+    exception it raised is still named in the verdict."""
+    root, spec = hostile["root"], catalogue.ATTACKS[attack]
+    student = f"attack_{attack}"
+    shown = hostile["first_attempts"].get(attack) or {spec.lesson: _shown(root, student, spec.lesson)}
+    hidden = set().union(*(_hidden_values(root, student, spec.lesson, f) for f in spec.exercises))
+    assert hidden
+    for lesson, text in shown.items():
+        found = sorted(value for value in hidden if value in text)
+        assert not found, (attack, lesson, found[:5])
+    if attack == "hidden_inputs_in_exceptions":
+        notes = json.loads((root / "autograded" / student / LESSON / "grading-notes.json").read_text())
+        message = notes["verdicts"]["softmax_matches_reference"]["message"]
+        assert "KeyboardInterrupt: " in message and "interrupted …" in message, message
+        logged = [line for line in notes["kernel_log"].splitlines() if len(line.strip()) > 20]
+        for text in shown.values():       # the kernel's log and the grader's notes stay the instructor's
+            assert not [line for line in logged if line in text], logged[:3]
+            assert not re.search(rf"{catalogue.PREFIX}{attack} fd[12] [-0-9]", text)    # its code says "fd2 " + ...
+
+
+HOOK_ATTACKS = {"hook_kills_the_kernel_at_a_test_cell": "softmax_matches_reference",
+                "hook_kills_the_kernel_before_a_test_cell": None}
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("attack", _params(HOOK_ATTACKS))
+def test_every_graded_cell_stays_with_a_score(hostile, attack, way):
+    """A learner's hook kills the kernel at softmax's test cell, or just before it: every graded
+    cell of the lesson is still in the autograded notebook, every test has a score (0 where the
+    kernel died, full marks for the correct answer tested in a fresh kernel), none awaits manual
+    grading, and the notes name the cell that was running."""
+    from attention_grading.cells import grade_id
+
+    root = hostile["root"]
+    student = f"attack_{attack}"
+    path = _autograded(root, attack)
+    present = {grade_id(c) for c in nbformat.read(path, as_version=4).cells}
+    assert set(_maxima(root, LESSON)) <= present, set(_maxima(root, LESSON)) - present
+    tests = TESTS["softmax"] + TESTS["contextualize"]
+    scores = _points(hostile["scores"], student, tests)
+    assert all(v is not None and v[0] is not None and not v[1] for v in scores.values()), scores
+    crashed = json.loads((path.parent / "grading-notes.json").read_text())["crashed_cells"]
+    if HOOK_ATTACKS[attack]:
+        assert [c["grade_id"] for c in crashed][:1] == [HOOK_ATTACKS[attack]], crashed
+        assert scores["softmax_matches_reference"] == (0.0, False)
+    else:
+        assert crashed and crashed[0]["starts_with"] == catalogue.SCRATCH_CELL, crashed
+        assert scores["softmax_matches_reference"] == (3.0, False)
+    assert scores["contextualize_matches_reference"] == (3.0, False)
+
+
+@reading("text_any_json_holds")
+@pytest.mark.parametrize("way", WAYS)
+def test_any_text_a_notebook_holds_is_graded(hostile, way):
+    """Lone surrogates and control characters, in code, prose, written answers, metadata and
+    outputs: the submission is graded (not failed); softmax, whose only odd text is in a comment,
+    keeps its points, contextualize, whose code holds a NUL, scores 0; every surrogate kept became
+    U+FFFD."""
+    root = hostile["root"]
+    scores = _points(hostile["scores"], "attack_text_any_json_holds", TESTS["softmax"] + TESTS["contextualize"])
+    assert scores == {"softmax_matches_reference": (3.0, False), "contextualize_matches_reference": (0.0, False)}
+    nb = json.loads(_autograded(root, "text_any_json_holds").read_text())
+    strings = _strings(nb)
+    assert not [t for t in strings if re.search("[\ud800-\udfff]", t)]
+    assert any("\ufffd" in t for t in strings)
+    outputs = json.dumps([c.get("outputs", []) for c in nb["cells"]], ensure_ascii=False)
+    assert "printed \ufffd" in outputs and "shown \ufffd" in outputs, outputs[-2000:]
+
+
+def _strings(value):
+    """Every string of a JSON value, keys included."""
+    found, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, dict):
+            found += list(item)
+            stack += list(item.values())
+        elif isinstance(item, list):
+            stack += item
+    return found
+
+
+@reading("stand_in_asked_for_huge_answers")
+@pytest.mark.parametrize("way", WAYS)
+def test_a_stand_in_asked_for_more_than_its_test_needs_is_refused_by_name(hostile, way):
+    """generate asks the lent positional_encoding for 4096 × 4096 tables again and again: each
+    call is refused by the test's own bounds, the verdict names the call (not a grader limit), and
+    the correct learner of the lesson keeps full marks (above)."""
+    root = hostile["root"]
+    notes = json.loads((root / "autograded" / "attack_stand_in_asked_for_huge_answers" / "09_small_gpt" /
+                        "grading-notes.json").read_text())
+    message = notes["verdicts"]["generate_matches_reference"]["message"]
+    assert "your generate called positional_encoding with `T` larger than" in message, message
+    assert _points(hostile["scores"], "attack_stand_in_asked_for_huge_answers", ["generate_matches_reference"],
+                   "09_small_gpt") == {"generate_matches_reference": (0.0, False)}
 
 
 @reading("shadow_package_folder")

@@ -86,13 +86,14 @@ MAX_AXIS, MAX_REQUESTS = ConversationLimits().max_axis, ConversationLimits().max
 
 @pytest.mark.parametrize("attack, words", [
     (f"multi_head_attention(np.ones(({MAX_AXIS + 1}, 4)), np.eye(4), np.eye(4), np.eye(4), np.eye(4), 1)",
-     f"axis longer than {MAX_AXIS}"),
+     "called multi_head_attention with `X` of an axis longer than"),
     pytest.param(f"[multi_head_attention(x[..., :1, :], p['W_Q'], p['W_K'], p['W_V'], p['W_O'], p['n_heads']) "
-                 f"for _ in range({MAX_REQUESTS + 1})]", f"at most {MAX_REQUESTS}",
-                 marks=pytest.mark.full),     # 20,000 calls answered: half a minute
+                 f"for _ in range({MAX_REQUESTS + 1})]", "called the grader's stand-ins for more than",
+                 marks=pytest.mark.full),     # thousands of calls answered: several seconds
 ])
 def test_lent_stand_ins_keep_the_limits_of_every_stand_in(attack, words):
-    """A submission cannot make the grader compute something huge through a lent function."""
+    """A submission cannot make the grader compute something huge, or long, through a lent function:
+    its calls are bounded by the test's own cases (in size, and in the grader's time)."""
     block = f'''
 def transformer_block(x, params, mask):
     p = params
@@ -135,7 +136,7 @@ def test_a_test_that_may_not_call_a_lent_function_gets_no_stand_in():
     talk = Conversation(spec, reference(), batches, callbacks, completed=set(), cases_batches=len(cases))
     talk.reply({"op": "ready"})
     refused = talk.reply({"op": "substitute", "key": "multi_head_attention", "args": [], "kwargs": {}})
-    assert refused == {"error": "multi_head_attention is not available here"}
+    assert "called multi_head_attention, which is not available in this test" in refused["error"]
     transformer = get("transformer_block")
     lent = Conversation(transformer, reference(), *plan_calls(transformer, [], np.random.default_rng(0))[:2],
                         completed=set(), cases_batches=0)

@@ -146,6 +146,16 @@ def walk(folder, max_bytes=None, max_files=None, max_total=None):
     return files, skipped
 
 
+def visit(folder, on_file, on_entry=None):
+    """Walk ``folder`` as ``walk`` does, without reading: ``on_file(path, fd, stat)`` for each
+    regular file of one link (its descriptor, open until ``on_file`` returns), ``on_entry(path,
+    lstat)`` for every entry (the folder itself as ""). Returns [(relative path, why)] of what
+    ``walk`` would leave out."""
+    skipped = []
+    _walk(folder, skipped, on_file, on_entry)
+    return skipped
+
+
 def irregular(folder):
     """[(relative path, why)] of what in ``folder`` ``walk`` would leave out (nothing is read)."""
     skipped = []

@@ -110,11 +110,11 @@ def test_objects_that_could_run_code_never_cross():
 
 # ---------------------------------------------------------------- the grader's side
 
-def conversation(spec=OUTER, completed=("inner",), g=None, limits=None):
+def conversation(spec=OUTER, completed=("inner",), g=None, limits=None, reference=Reference):
     g = g or np.random.default_rng(3)
     cases = spec.cases(g)
     batches, callbacks, extra, measured = plan_calls(spec, cases, g)
-    return cases, Conversation(spec, Reference, batches, callbacks, set(completed), len(cases), extra, limits,
+    return cases, Conversation(spec, reference, batches, callbacks, set(completed), len(cases), extra, limits,
                                measured)
 
 
@@ -153,29 +153,135 @@ def test_a_stand_in_is_answered_only_once_its_own_test_is_over():
     lent = late.reply({"op": "substitute", "key": "inner", "args": [kernel_probe.encode(np.ones(2))]})
     assert np.array_equal(kernel_probe.decode(lent["value"]), [2.0, 2.0])
     other = late.reply({"op": "substitute", "key": "outer", "args": []})
-    assert "not available" in other["error"]
+    assert "called outer, which is not available in this test" in other["error"]
 
 
 def test_stand_ins_refuse_huge_inputs_and_too_many_calls():
     """No submission can make the grader compute something huge, or answer without end; the
-    limits are the course's settings (``c.ConversationLimits``)."""
+    limits are the course's settings (``c.ConversationLimits``), the global ones above the test's own."""
     from traitlets.config import Config
 
     config = Config()
     config.ConversationLimits.max_requests = 3
+    config.ConversationLimits.stand_in_scale = 1000.0
+    config.ConversationLimits.stand_in_inputs = 1e6
     limits = hidden_tests.ConversationLimits(config=config)
     _, talk = conversation(limits=limits)
     talk.reply({"op": "ready"})
     long_axis = talk.reply({"op": "substitute", "key": "inner",
                             "args": [kernel_probe.encode(np.zeros(limits.max_axis + 1))]})
-    assert "axis longer than 512" in long_axis["error"]
+    assert "called inner with `x` of an axis longer than 512" in long_axis["error"]
     many = talk.reply({"op": "substitute", "key": "inner",
                        "args": [kernel_probe.encode(np.zeros((256, 257)))]})
-    assert "more than 65536 numbers" in many["error"]
+    assert "called inner with more than 65,536 numbers" in many["error"]
     third = talk.reply({"op": "substitute", "key": "inner", "args": [kernel_probe.encode(1.0)]})
     assert "value" in third
     fourth = talk.reply({"op": "substitute", "key": "inner", "args": [kernel_probe.encode(1.0)]})
-    assert "at most 3" in fourth["error"]
+    assert "more than 3 times" in fourth["error"]
+
+
+class Tables:
+    """A reference whose answers can be far larger than its inputs (as positional_encoding(T, d))."""
+
+    @staticmethod
+    def table(T, d):
+        return np.zeros((T, d))
+
+    @staticmethod
+    def rows(x):
+        return np.asarray(x, dtype=float).sum(axis=-1)
+
+    @staticmethod
+    def spin(n):
+        total = 0
+        for i in range(n):
+            total += i * i
+        return float(total)
+
+
+def test_stand_ins_are_bounded_by_the_tests_own_calls():
+    """A stand-in call may use integers and axes up to twice the test's own largest, take up to four
+    times the numbers of its largest call and answer with up to eight times them: a table of
+    4096 × 4096 asked by a test whose cases are 6 long is refused, however many times it is asked,
+    and the refusal names the call, never a grader limit."""
+    spec = Spec(name="rows", cases=lambda g: [Case("a (3, 6) matrix", (g.normal(size=(3, 6)),))], lent=("table",))
+    _, talk = conversation(spec, completed=(), reference=Tables)
+    talk.reply({"op": "ready"})
+    bounds = talk.bounds()
+    assert (bounds.max_integer, bounds.max_axis, bounds.max_inputs, bounds.max_outputs) == (12, 12, 72, 144)
+    fits = talk.reply({"op": "substitute", "key": "table", "args": [kernel_probe.encode(12), kernel_probe.encode(12)]})
+    assert kernel_probe.decode(fits["value"]).shape == (12, 12)
+    for _ in range(3):
+        huge = talk.reply({"op": "substitute", "key": "table",
+                           "args": [kernel_probe.encode(4096), kernel_probe.encode(4096)]})
+        assert huge["error"].endswith("your rows called table with `T` larger than 12, more than this test's own "
+                                      "inputs need (the grader answers stand-ins only at the sizes its cases use)")
+    wide = talk.reply({"op": "substitute", "key": "table", "args": [kernel_probe.encode(2), kernel_probe.encode(100)]})
+    assert "with `d` larger than 12" in wide["error"]
+    assert talk.refusals == {0: "called table with `T` larger than 12, more than this test's own inputs need "
+                                "(the grader answers stand-ins only at the sizes its cases use)"}
+
+
+def test_the_grader_s_time_on_stand_ins_is_bounded_by_the_reference_s_on_the_cases():
+    """The grader's own CPU time answering one test's stand-ins may reach ``stand_in_seconds`` or
+    ``stand_in_time_factor`` times what the reference takes for the test's cases, whichever is larger;
+    past that every call is refused."""
+    from traitlets.config import Config
+
+    spec = Spec(name="rows", cases=lambda g: [Case("a (3, 6) matrix", (g.normal(size=(3, 6)),))], lent=("spin",))
+
+    def talk_with(**settings):
+        config = Config()
+        for name, value in settings.items():
+            setattr(config.ConversationLimits, name, value)
+        g = np.random.default_rng(0)
+        cases = spec.cases(g)
+        batches, callbacks, extra, measured = plan_calls(spec, cases, g)
+        talk = Conversation(spec, Tables, batches, callbacks, set(), len(cases), extra,
+                            hidden_tests.ConversationLimits(config=config), measured, cases=cases)
+        talk.reply({"op": "ready"})
+        return talk
+
+    def spin(talk):
+        return talk.reply({"op": "substitute", "key": "spin", "args": [kernel_probe.encode(10)]})
+
+    tight = talk_with(stand_in_seconds=1e-9, stand_in_time_factor=1.0)
+    refused = spin(tight)
+    assert "called the grader's stand-ins for more than" in refused["error"], refused
+    assert "error" in spin(tight)
+    generous = talk_with(stand_in_seconds=1e-9, stand_in_time_factor=1e9)
+    assert all("value" in spin(generous) for _ in range(5))
+    assert generous.bounds().budget > generous.bounds().floor
+
+
+def test_a_refused_call_is_what_the_verdict_says_in_the_grader_s_words():
+    """The learner's function sees a refused call raise; whatever it does with that, the verdict on
+    the case names the call the grader refused, not what the kernel reported."""
+    spec = Spec(name="rows", cases=lambda g: [Case("a (3, 6) matrix", (g.normal(size=(3, 6)),))], lent=("table",))
+    namespace = notebook_namespace("def rows(x):\n"
+                                   "    try:\n        table(4096, 4096)\n"
+                                   "    except RuntimeError as exc:\n        raise ValueError('0.123456 forged') from exc\n")
+    verdict = run_locally(spec, Tables, namespace, np.random.default_rng(0))
+    assert verdict.message == ("On a (3, 6) matrix, your rows called table with `T` larger than 12, more than this "
+                               "test's own inputs need (the grader answers stand-ins only at the sizes its cases use).")
+
+
+def test_what_a_kernel_reports_of_an_exception_or_a_warning_carries_no_value():
+    """An exception's message, its type's name and warnings reach the verdict without numbers that
+    could be a hidden input (kept: words, small integers such as an axis or a shape)."""
+    from attention_grading.spec import Spec as _Spec
+
+    spec = _Spec(name="outer", cases=outer_cases)
+    namespace = notebook_namespace(
+        "def outer(x):\n"
+        "    text = ' '.join(repr(float(v)) for v in np.ravel(x))\n"
+        "    raise type('Leak_' + text.replace(' ', '_')[:40], (ValueError,), {})("
+        "'shapes (3,4) and axis 2: ' + text)\n")
+    verdict = run_locally(spec, Reference, namespace, np.random.default_rng(0))
+    assert not verdict.passed and "raised Exception: shapes (3,4) and axis 2: …" in verdict.message, verdict.message
+    g = np.random.default_rng(0)
+    for value in outer_cases(g)[0].args[0]:
+        assert repr(float(value)) not in verdict.message and f"{value:.4f}" not in verdict.message
 
 
 def test_a_callback_is_evaluated_by_the_grader():
@@ -186,7 +292,8 @@ def test_a_callback_is_evaluated_by_the_grader():
     key = ready["calls"][0]["args"][0]["callback"]
     answer = talk.reply({"op": "callback", "key": key, "args": [kernel_probe.encode(4)]})
     assert kernel_probe.decode(answer["value"]) == 40
-    assert "unknown" in talk.reply({"op": "callback", "key": "callback-9", "args": []})["error"]
+    assert "called a function the test did not give it" in talk.reply({"op": "callback", "key": "callback-9",
+                                                                        "args": []})["error"]
 
 
 # ---------------------------------------------------------------- both sides
@@ -366,7 +473,7 @@ def test_an_earlier_lessons_function_is_lent_from_the_first_call_within_the_same
     huge = talk.reply({"op": "substitute", "key": "inner", "args": [kernel_probe.encode(np.ones(600))]})
     assert "axis longer than" in huge["error"]
     unlisted = talk.reply({"op": "substitute", "key": "outer", "args": []})
-    assert unlisted == {"error": "outer is not available here"}
+    assert "called outer, which is not available in this test" in unlisted["error"]
 
 
 def test_generators_cross_the_wire_by_their_state():

@@ -1,7 +1,7 @@
 """The course's secret for hidden-test cases: kept in ``instructor/hidden-cases.secret`` (made on
-first use, readable by the instructor only, never committed), so that the cases a submission gets
-(``spec.case_generator``) cannot be known without it, and every course has its own."""
-import hashlib
+first use, readable by the instructor only, never committed), so that the cases an attempt gets
+(``spec.case_generator``, from its key: ``attempts.case_key``) cannot be known without it, and
+every course has its own."""
 import os
 import secrets
 from pathlib import Path
@@ -25,13 +25,3 @@ def course_secret(root):
         fh.write(secrets.token_hex(32) + "\n")
     return path.read_text().strip()
 
-
-def notebook_digest(nb):
-    """A digest of what a submission holds (every cell's type and source, in order): the same
-    files give the same digest, whatever outputs or metadata they carry."""
-    h = hashlib.sha256()
-    for cell in nb.cells:
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else source
-        h.update(f"{cell.get('cell_type', '')}\0{len(source)}\0".encode() + source.encode())
-    return h.hexdigest()

@@ -6,9 +6,12 @@ It replaces nbgrader's ``Execute`` (see ``nbgrader_config.py``) and adds, per no
   privileges, sees its own scratch folder only, has no network, has limits on memory, time and
   processes, and everything it starts dies with it. Grading stops (``SandboxUnavailable``) where
   the machine cannot do that, unless the instructor sets ``GuardedExecute.sandbox = False``;
-- hidden tests driven from here: a hidden test cell's visible part runs in the kernel, its hidden
-  block never does; the grader sends the cases in as data and judges what comes back
-  (``hidden_tests``), so no reference, spec or expected value ever enters the kernel;
+- hidden tests driven from here: a hidden test cell's visible part runs in the kernel, in its
+  place, its hidden block never does; the grader sends the cases in as data and judges what comes
+  back (``hidden_tests``), so no reference, spec or expected value ever enters the kernel. The
+  hidden tests run after the notebook's last cell, in order, each on the functions as they were at
+  its cell: no cell of the learner's runs once a hidden input, or a stand-in's answer to one, has
+  entered the kernel, so none can show them. Cases are drawn per attempt (``attempts``);
 - measurements in kernels of their own: the calls whose memory decides points run in fresh
   kernels where the grader's meter started before any learner code (``fresh_measurement``);
 - a verdict for every graded code cell, decided here and never read from the cell's outputs:
@@ -34,17 +37,29 @@ from traitlets import Bool, Dict, Float, Integer, Unicode
 
 from . import sandbox
 from . import spec as spec_module
-from .case_secret import course_secret, notebook_digest
+from .attempts import AttemptLedger, case_key, handed_in_digest
+from .case_secret import course_secret
 from .cells import CellPlan, error_output, grade_id, mentions, split_hidden
 from .fresh_measurement import FreshKernelMeasurement
 from .hidden_tests import Conversation, ConversationLimits, KernelSession, StopTest, cases_pass, decide, plan_calls
 from .kernel_time import OwnTimeLimits
 from .kernels import KernelSandboxError, SandboxedKernelManager, SandboxRequest, shadowing_files
+from .learner_text import well_formed
 from .output_caps import OutputBudget
 from .recovery import KernelRecovery
 from .results import CRASHED, NOT_RUN, RAISED, RAN, REFUSED, TIMEOUT, Flag, NotebookNotes, Verdict
 
 NOTES_KEY = "attention_grading"
+# Run in the kernel right after the visible part of a hidden-test cell (a request of its own, silent):
+# which functions the notebook's names stand for there, so that its test (after the last cell)
+# calls those. A learner can change what it keeps only to choose among functions of their own.
+KEPT = "__attention_kept__"
+REMEMBER = """
+try:
+    globals().setdefault({kept!r}, {{}})[{key!r}] = {{_n: globals()[_n] for _n in {names!r} if _n in globals()}}
+except Exception:
+    pass
+"""
 
 
 def _code_digest(source):
@@ -92,11 +107,15 @@ class GuardedExecute(KernelRecovery, FreshKernelMeasurement, OwnTimeLimits, Exec
                    "where the machine cannot sandbox (every run then warns): learner code would "
                    "run with the grader's rights.").tag(config=True)
     sandbox_limits = Dict(help="Values for the sandbox's limits (sandbox.limits.Limits: memory_bytes, "
-                          "cpu_seconds, ...; the README's settings table lists each), e.g. "
+                          "cpu_seconds, ...; the settings page, docs/settings.md, lists each), e.g. "
                           "{'memory_bytes': 2 << 30}.").tag(config=True)
     case_secret = Unicode("", help="The course's secret (hex) from which each submission's hidden-test "
                           "cases are drawn; default: instructor/hidden-cases.secret of the course, made "
                           "on first use (make grade passes it to every job).").tag(config=True)
+    case_key = Unicode("", help="The key of this submission's attempt (attempts.case_key), which its cases "
+                       "are drawn from under case_secret; make grade records the attempt and passes it to "
+                       "each job. Default: the attempt is recorded in the course's history/ from the "
+                       "files in submitted/.").tag(config=True)
     render_figures = Bool(False, help="Draw every matplotlib figure as a picture in graded notebooks. Off: "
                           "the lesson's own figures show as one line of text (rendering every picture "
                           "of every submission costs up to as much as grading it, and learners see "
@@ -156,6 +175,23 @@ class GuardedExecute(KernelRecovery, FreshKernelMeasurement, OwnTimeLimits, Exec
         except OSError:
             return ""
 
+    def _attempt_key(self, resources):
+        """The case key of the submission being graded (plain ``nbgrader autograde``): its attempt
+        recorded in the course's ledger (``attempts``), from every file in its submitted/ folder."""
+        from nbgrader.coursedir import CourseDirectory
+
+        info = resources.get("nbgrader") or {}
+        student, lesson = info.get("student"), info.get("assignment")
+        if student and lesson:
+            coursedir = CourseDirectory(config=self.config)
+            folder = coursedir.format_path(coursedir.submitted_directory, student, lesson)
+            if os.path.isdir(folder):
+                digest = handed_in_digest(folder)
+                return AttemptLedger(self._course_root()).record(student, lesson, digest).key(student, lesson)
+        folder = (resources.get("metadata") or {}).get("path") or os.getcwd()
+        self.log.warning("no submission in submitted/ for this notebook: its cases are drawn from its own folder")
+        return case_key(student or "", lesson or "", 0, handed_in_digest(folder))
+
     # ------------------------------------------------------------------ the notebook
 
     def preprocess(self, nb, resources=None, km=None):
@@ -165,7 +201,8 @@ class GuardedExecute(KernelRecovery, FreshKernelMeasurement, OwnTimeLimits, Exec
         self._plan = CellPlan(nb.cells)
         self._reference = reference()
         self._secret = bytes.fromhex(self.case_secret or course_secret(self._course_root()))
-        self._submission = notebook_digest(nb)
+        self._case_key = self.case_key or self._attempt_key(resources)
+        self._hidden_order, self._kept, self._after_last_cell = [], set(), False
         self._notes = NotebookNotes()
         self._notes.sandbox = self._prepare_sandbox(resources)
         self._deadline = monotonic() + self.notebook_timeout
@@ -210,6 +247,12 @@ class GuardedExecute(KernelRecovery, FreshKernelMeasurement, OwnTimeLimits, Exec
         return timeout
 
     def preprocess_cell(self, cell, resources, index):
+        cell, resources = self._preprocess_cell(cell, resources, index)
+        if index == len(self.nb.cells) - 1:
+            self._hidden_tests_after_the_last_cell()
+        return cell, resources
+
+    def _preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
             return cell, resources
         if monotonic() > self._deadline:
@@ -231,6 +274,7 @@ class GuardedExecute(KernelRecovery, FreshKernelMeasurement, OwnTimeLimits, Exec
         return cell, resources
 
     def _record(self, cell, verdict):
+        verdict.message = well_formed(verdict.message)
         self._notes.verdicts[grade_id(cell)] = verdict.as_dict()
 
     def _function(self, cell, index):
@@ -287,15 +331,30 @@ class GuardedExecute(KernelRecovery, FreshKernelMeasurement, OwnTimeLimits, Exec
         formats = "['png']" if on else "[]"       # no braces: IPython expands {...} in a magic's line
         switch = NotebookNode(cell_type="code", metadata={}, outputs=[], source=(
             f"get_ipython().run_line_magic('config', \"InlineBackend.figure_formats = {formats}\")"))
+        cell, replies = self.nb.cells[index], dict(self._replies)
         try:
             run_sync(self.async_execute_cell)(switch, index, store_history=False)
             self._drawing = on
         except Exception:               # its own kernel broke: the next cell finds out, and recovers
             self._drawing = None
+        finally:                        # nbclient stores a cell it ran at its index: the real one stays
+            self.nb.cells[index], self._replies = cell, replies
 
     def _recover(self, upto):
         self._drawing = self.render_figures        # a fresh kernel starts as configured
+        if self._after_last_cell:                  # the hidden tests: the whole notebook, as it ran
+            upto = len(self.nb.cells)
         return super()._recover(upto)
+
+    def _replay_source(self, index, broken):
+        """What a fresh kernel runs again for cell ``index``: what the cell runs, and at a hidden
+        test's cell whose visible part ran, the functions it keeps for its test."""
+        if index in self._kept and index not in broken:
+            return self._remember(index)
+        return super()._replay_source(index, broken)
+
+    def _remember(self, index):
+        return REMEMBER.format(kept=KEPT, key=str(index), names=tuple(sorted(self._plan.solutions)))
 
     def _run_cell(self, cell, resources, index):
         if not self.render_figures and self._lesson_cells is not None:
@@ -330,7 +389,8 @@ class GuardedExecute(KernelRecovery, FreshKernelMeasurement, OwnTimeLimits, Exec
     # ------------------------------------------------------------------ hidden tests
 
     def _hidden_test_cell(self, cell, resources, index):
-        """Run the cell's visible part in the kernel, then the hidden test from here."""
+        """Run the cell's visible part in the kernel, then keep which functions its test calls;
+        the test itself runs after the notebook's last cell (``_hidden_tests_after_the_last_cell``)."""
         name = self._plan.hidden[index]
         original = cell.source
         cell.source = split_hidden(original)[0]
@@ -338,25 +398,61 @@ class GuardedExecute(KernelRecovery, FreshKernelMeasurement, OwnTimeLimits, Exec
             cell, resources = self._run_cell(cell, resources, index)
         finally:
             cell.source = original
+        if self._failed(index) is None:
+            self._keep_functions(cell, index)
         failed = self._failed(index)
         if failed is not None:
-            verdict = Verdict(name, False, f"the visible part of this test cell failed: {failed}", kind=NOT_RUN)
+            self._record(cell, Verdict(name, False, f"the visible part of this test cell failed: {failed}",
+                                       kind=NOT_RUN))
+            self._hidden_order.append((index, name, False))
         else:
-            verdict = self._hidden_test(name, index, cell)
-        self._completed.add(name)
-        self._record(cell, verdict)
-        if verdict.kind == REFUSED:
-            self._notes.flags.append(vars(Flag(verdict.message, index, grade_id(cell))))
+            self._kept.add(index)
+            self._hidden_order.append((index, name, True))
         return cell, resources
+
+    def _keep_functions(self, cell, index):
+        """Remember, in the kernel, the functions the test of cell ``index`` is to call; a kernel
+        that dies or hangs doing so has done it at this cell (it is replaced, the test fails)."""
+        self._replies.pop(index, None)
+        try:
+            reply = self.wait_for_reply(self.kc.execute(self._remember(index), silent=True, store_history=False,
+                                                        allow_stdin=False))
+        except DeadKernelError:
+            reply = None
+            self._crash(cell, index)
+        except Exception:             # a message the client cannot read
+            reply = None
+            self._notes.flags.append(vars(Flag("the kernel broke the messaging protocol", index, grade_id(cell))))
+            self._crash(cell, index)
+        else:
+            if reply is None:
+                self._hang(cell, index)
+        self._replies[index] = (reply or {}).get("content") or {}
+
+    def _hidden_tests_after_the_last_cell(self):
+        """Every hidden test whose visible part ran, in the notebook's order, once no cell of the
+        learner's is left to run; an earlier function's stand-in is lent once its own test is over."""
+        self._after_last_cell = True
+        for index, name, ready in self._hidden_order:
+            cell = self.nb.cells[index]
+            if ready and monotonic() > self._deadline:
+                self._record(cell, Verdict(name, False, "not run: the notebook used up its "
+                                           f"{self.notebook_timeout} s of grading time", kind=NOT_RUN))
+            elif ready:
+                verdict = self._hidden_test(name, index, cell)
+                self._record(cell, verdict)
+                if verdict.kind == REFUSED:
+                    self._notes.flags.append(vars(Flag(verdict.message, index, grade_id(cell))))
+            self._completed.add(name)
 
     def _hidden_test(self, name, index, cell):
         spec = spec_module.get(name)
-        g = spec_module.case_generator(self._secret, self._submission, name)
+        g = spec_module.case_generator(self._secret, self._case_key, name)
         cases = spec.cases(g)
         batches, callbacks, extra, measured = plan_calls(spec, cases, g)
         session = KernelSession(self.kc, self.km)
         conversation = Conversation(spec, self._reference, batches, callbacks, self._completed, len(cases),
-                                    extra, ConversationLimits(parent=self), measured)
+                                    extra, ConversationLimits(parent=self), measured, cases=cases, kept=index)
         conversation.serve_until(min(measured, default=len(batches)))    # measured calls: fresh kernels
         started = monotonic()
         timeout = self.hidden_test_timeout or self.timeout or 30

@@ -43,6 +43,7 @@ from .cluster_tls import ClusterTLS
 from traitlets import Float, Int
 from traitlets.config import Configurable
 
+from .attempts import AttemptLedger, LedgerError, handed_in_digest
 from .case_secret import course_secret
 from .course import environment_tools_on_path, lesson_ids, load_config
 from .errors import CourseError, GradebookError, SelectionError
@@ -299,20 +300,26 @@ def _grade(run, course, chosen, force, feedback, templates, pools, log):
             "--force` (or `make release`), then grade.")
     sources = {l: (course.root / "source" / l / f"{l}.ipynb").read_bytes() for l in run.lessons}
     lesson_hash = {l: hashlib.sha256(source).hexdigest() for l, source in sources.items()}
-    jobs = []
+    jobs, unrecorded, ledger = [], {}, AttemptLedger(course.root)
     with Gradebook(course.db_url, course.course_id) as gb:
         for u in chosen:
             files = submission_files(u.notebook.parent, course.intake)
             digest = content_hash(files)
             if not force and books.already_graded(course.root, gb, u.student, u.lesson, digest, lesson_hash[u.lesson]):
                 continue
+            try:            # which attempt it is decides its hidden cases (attempts.py)
+                attempt = ledger.record(u.student, u.lesson, handed_in_digest(u.notebook.parent))
+            except (LedgerError, OSError) as exc:
+                unrecorded[u.student, u.lesson] = str(exc)
+                continue
             graded_before = course.autograded(u.student, u.lesson) / f"{u.lesson}.ipynb"
             answered = (standings.answer_digests(nbformat.read(graded_before, as_version=4))
                         if graded_before.is_file() else {})
             jobs.append(GradingJob(u.student, u.lesson, files, templates(u.lesson), course.config, digest,
                                    lesson_hash[u.lesson], prior=standings.read(gb, u.lesson, u.student),
-                                   answered=answered, feedback=feedback, lesson_source=sources[u.lesson]))
-    run.skipped = len(chosen) - len(jobs)
+                                   answered=answered, feedback=feedback, lesson_source=sources[u.lesson],
+                                   case_key=attempt.key(u.student, u.lesson)))
+    run.skipped = len(chosen) - len(jobs) - len(unrecorded)
     if run.skipped:
         log(f"{run.skipped} submission(s) already graded and unchanged: skipped (--force regrades them)")
     pool = pools.get() if jobs else None
@@ -364,10 +371,11 @@ def _grade(run, course, chosen, force, feedback, templates, pools, log):
                     run.cluster_lost = str(exc)
                 else:
                     raise
-    for (student, lesson), message in turned_down.items():
+    why = {**{key: (message, message) for key, message in unrecorded.items()},
+           **{key: (message, f"autograde failed: {message}") for key, message in turned_down.items()}}
+    for (student, lesson), (message, said) in why.items():
         run.failed[student, lesson] = message
-        problem = Problem(student, lesson, f"submitted/{student}/{lesson}/{lesson}.ipynb",
-                          f"autograde failed: {message}")
+        problem = Problem(student, lesson, f"submitted/{student}/{lesson}/{lesson}.ipynb", said)
         run.problems.append(problem)
         log(str(problem))
 

@@ -22,14 +22,16 @@ from pathlib import Path
 
 import numpy as np
 import zmq
-from traitlets import Int
+from traitlets import Float, Int
 from traitlets.config import Configurable
 
 from . import kernel_probe
 from .judge import judge
 from .kernel_time import Allowance, kernel_pid
+from .learner_text import scrubbed, scrubbed_name
 from .results import CRASHED, REFUSED, TIMEOUT, Verdict
 from .spec import Call, Callback, Learner, Shared
+from .stand_in_bounds import StandInBounds, reference_seconds
 
 PROBE_SOURCE = Path(kernel_probe.__file__).read_text()
 PROBE_CODE = (f"exec(compile({PROBE_SOURCE + chr(10) + 'main()' + chr(10)!r}, '<grader probe>', 'exec'), "
@@ -40,12 +42,28 @@ class ConversationLimits(Configurable):
     """How much a kernel may ask of the grader during one hidden test (``c.ConversationLimits.<name>``):
     the stand-ins and callbacks the grader computes on a kernel's behalf, and the size and number
     of the messages it may send, so that no submission can make the grader compute or hold
-    something huge."""
+    something huge. Each test's own bounds come from its own calls (``stand_in_bounds``), within
+    the global ``max_*``."""
 
     max_requests = Int(20_000, help="Stand-in and callback calls the grader answers in one hidden test.").tag(config=True)
-    max_elements = Int(1 << 16, help="Numbers in the inputs of one stand-in or callback call.").tag(config=True)
-    max_axis = Int(512, help="Length of any axis of those inputs.").tag(config=True)
-    max_integer = Int(4096, help="Largest integer argument of such a call (a length T, say).").tag(config=True)
+    max_elements = Int(1 << 16, help="Numbers in the inputs, or in the answer, of one stand-in or callback call, "
+                       "whatever the test.").tag(config=True)
+    max_axis = Int(512, help="Length of any axis of those inputs, whatever the test.").tag(config=True)
+    max_integer = Int(4096, help="Largest integer argument of such a call (a length T, say), whatever the "
+                      "test.").tag(config=True)
+    stand_in_scale = Float(2.0, help="A stand-in or callback call's integer arguments and axes may be at most this "
+                           "many times the largest integer or axis of the test's own calls (its cases and "
+                           "measurements).").tag(config=True)
+    stand_in_inputs = Float(4.0, help="A stand-in or callback call may take at most this many times the numbers "
+                            "the largest of the test's own calls takes.").tag(config=True)
+    stand_in_outputs = Float(8.0, help="A stand-in's answer may hold at most this many times the numbers the "
+                             "largest of the test's own calls takes.").tag(config=True)
+    stand_in_seconds = Float(2.0, help="CPU seconds the grader spends answering one test's stand-ins and "
+                             "callbacks, times the test's time_factor, unless stand_in_time_factor times the "
+                             "reference's time for the test's own cases is more.").tag(config=True)
+    stand_in_time_factor = Float(20.0, help="The grader's CPU time on one test's stand-ins and callbacks may "
+                                 "reach this many times the reference's time for the test's own cases (or "
+                                 "stand_in_seconds, whichever is more).").tag(config=True)
     max_message_bytes = Int(4 << 20, help="Largest part of a message a kernel may send the grader, on any "
                             "channel, in bytes (the hidden tests' largest is about 0.6 MB); a larger one breaks "
                             "the protocol and the kernel is replaced. With message_queue, what a kernel can make "
@@ -139,31 +157,6 @@ def plan_calls(spec, cases, g):
 
 # ------------------------------------------------------------------ the grader's answers
 
-def _too_big(values, limits):
-    """Why these inputs are too large for the grader to compute on, or None."""
-    total = 0
-    for value in values:
-        if isinstance(value, (tuple, list)):
-            problem = _too_big(value, limits)
-            if problem:
-                return problem
-        elif isinstance(value, dict):
-            problem = _too_big(list(value.values()), limits)
-            if problem:
-                return problem
-        elif isinstance(value, np.ndarray):
-            if any(n > limits.max_axis for n in value.shape):
-                return f"an input has an axis longer than {limits.max_axis}"
-            total += value.size
-        elif isinstance(value, (int, np.integer)) and not isinstance(value, bool) and abs(value) > limits.max_integer:
-            return f"an integer input is larger than {limits.max_integer}"
-        elif isinstance(value, kernel_probe.Opaque):
-            return f"an input is {value.description}, which the grader cannot receive"
-    if total > limits.max_elements:
-        return f"the inputs hold more than {limits.max_elements} numbers"
-    return None
-
-
 class Conversation:
     """The grader's side of one hidden test (see the module docstring).
 
@@ -179,10 +172,17 @@ class Conversation:
     A ``Driven`` batch is a driver's (``Spec.driver``): the conversation asks it for each next
     list of calls as the last one's results come back, and records what it returns as that
     case's one result. ``fresh_batch`` says whether the calls just handed out begin a new batch
-    (a new case's time) or go on with a driver's."""
+    (a new case's time) or go on with a driver's.
+
+    Stand-ins and callbacks are answered within the test's own bounds (``stand_in_bounds``,
+    derived from the batches it sends; ``cases``, when given, let it time the reference on them);
+    each refusal is kept, in the grader's words, as ``refusals[batch]``. What the kernel reports
+    of an exception or a warning is kept ``scrubbed`` of numbers: it reaches the verdict.
+    ``kept``: which functions the probe calls (``execute.GuardedExecute``: those of the notebook
+    as it was at the test's cell)."""
 
     def __init__(self, spec, reference, batches, callbacks, completed, cases_batches=None, extra=(),
-                 limits=None, measured=(), meter=None):
+                 limits=None, measured=(), meter=None, cases=(), kept=None):
         self.spec, self.reference = spec, reference
         self.limits = limits or ConversationLimits()
         self.batches, self.callbacks, self.extra = batches, callbacks, list(extra)
@@ -193,6 +193,8 @@ class Conversation:
         self.until = len(batches)    # the batch at which this kernel's probe is told to stop
         self.stand_ins = {}          # {batch index: {name: requests}}: the stand-ins each batch asked for
         self.stand_in_calls = {}     # {batch index: [(name, {parameter: what it was given})]}: what they were given
+        self.refusals = {}           # {batch index: the first stand-in call refused, in the grader's words}
+        self.cases, self.kept, self._bounds = list(cases), kept, None
         self.started = self.finished = False
         self.driving = self.driven_calls = None      # the running driver, the calls it handed out last
         self.fresh_batch = False
@@ -217,8 +219,9 @@ class Conversation:
         op = message.get("op") if isinstance(message, dict) else None
         if op == "ready" and not self.started:
             self.started = True
+            kept = {} if self.kept is None else {"kept": str(self.kept)}
             return {"substitutes": [*self.spec.substitutes, *self.spec.lent],
-                    "globals_of": list(self.spec.learner_functions), **self._next()}
+                    "globals_of": list(self.spec.learner_functions), **kept, **self._next()}
         if op == "results" and self.started and self.next_batch > len(self.results):
             results = message.get("results")
             expected = self.driven_calls if self.driving is not None else self.batches[len(self.results)]
@@ -227,11 +230,14 @@ class Conversation:
                 raise StopTest(REFUSED, self.calls_done, "the kernel sent results that do not match the calls")
             if self.driving is not None:
                 self.fresh_batch = False
+                for result in results:
+                    _scrub(result)
                 return self._drive([dict(r, value=kernel_probe.decode(r["value"])) if "value" in r else r
                                     for r in results])
             peak = self._measured_growth(len(self.results))
             for result in results:
                 result.pop("peak", None)          # only the grader measures
+                _scrub(result)
                 if len(self.results) in self.measured:
                     result["peak"] = peak
             self.results.append(results)
@@ -283,28 +289,52 @@ class Conversation:
         except OSError:              # the sandbox is gone
             return None
 
+    def bounds(self):
+        """This test's ``StandInBounds``, from the calls it sends (made when first needed)."""
+        if self._bounds is None:
+            own = []
+            for batch in self.batches:
+                if isinstance(batch, Driven):      # a driver's calls come from its case
+                    own.append((list(batch.case.args), dict(batch.case.kwargs)))
+                    continue
+                for call in batch:
+                    args = [kernel_probe.decode(a, lambda blob: None) for a in call.get("args", [])]
+                    kwargs = {k: kernel_probe.decode(v, lambda blob: None) for k, v in call.get("kwargs", {}).items()}
+                    own.append((args, kwargs))
+            timing = reference_seconds(self.spec, self.reference, self.cases) if self.cases else None
+            self._bounds = StandInBounds(self.spec, own, self.limits, timing)
+        return self._bounds
+
+    def _refuse(self, why):
+        """The answer to a refused call: the kernel's code sees it raised; the verdict keeps ``why``."""
+        self.refusals.setdefault(self.next_batch - 1, why)
+        return {"error": f"the grader does not answer this call: your {self.spec.name} {why}"}
+
     def _answer(self, op, message):
+        started = time.thread_time()
         key = message.get("key")
         self.requests += 1
         if self.requests > self.limits.max_requests:
-            return {"error": f"the grader answers at most {self.limits.max_requests} such calls in one hidden test"}
+            return self._refuse(f"called the grader's stand-ins more than {self.limits.max_requests:,} times in "
+                                "one test")
         if op == "substitute":
             asked = self.stand_ins.setdefault(self.next_batch - 1, {})
             asked[str(key)] = asked.get(str(key), 0) + 1
             if key not in self.spec.substitutes and key not in self.spec.lent:
-                return {"error": f"{key} is not available here"}
+                return self._refuse(f"called {str(key)[:40]}, which is not available in this test")
             if key in self.spec.substitutes and key not in self.completed:
-                return {"error": f"a correct {key} is lent only after the hidden test of {key} itself"}
-            function = getattr(self.reference, key)
+                return self._refuse(f"called {key}, which is lent only after the hidden test of {key} itself")
+            function, name = getattr(self.reference, key), str(key)
         else:
-            function = self.callbacks.get(key)
+            function, name = self.callbacks.get(key), "the function the test gave it"
             if function is None:
-                return {"error": "unknown callback"}
+                return self._refuse("called a function the test did not give it")
         args = [kernel_probe.decode(a) for a in message.get("args", [])]
         kwargs = {str(k): kernel_probe.decode(v) for k, v in dict(message.get("kwargs", {})).items()}
-        problem = _too_big(args + list(kwargs.values()), self.limits)
+        bounds = self.bounds()
+        problem = bounds.refuse_inputs(name, function, args, kwargs)
         if problem:
-            return {"error": f"the grader does not compute {key} on these inputs: {problem}"}
+            return self._refuse(problem)
         before = [a.copy() if isinstance(a, np.ndarray) else
                   kernel_probe.generator_state(a) if isinstance(a, np.random.Generator) else None for a in args]
         given = _given(function, args, kwargs) if op == "substitute" else None
@@ -321,8 +351,24 @@ class Conversation:
         finally:
             if given is not None:
                 self.stand_in_calls.setdefault(self.next_batch - 1, []).append((str(key), _after(given)))
+        problem = bounds.refuse_output(name, value)
+        if problem:
+            return self._refuse(problem)
         after = [kernel_probe.encode(a) if b is not None and _changed(a, b) else None for a, b in zip(args, before)]
-        return {"value": kernel_probe.encode(value), "after": after}
+        answer = {"value": kernel_probe.encode(value), "after": after}
+        problem = bounds.spend(time.thread_time() - started)
+        return self._refuse(problem) if problem else answer
+
+
+def _scrub(result):
+    """What a kernel reports of an exception or warnings, without numbers (``learner_text``)."""
+    if "raised" in result:
+        kind, _, message = str(result["raised"]).partition(": ")
+        result["raised"] = f"{scrubbed_name(kind)}: {scrubbed(message, 300)}"
+        result["type"] = scrubbed_name(result.get("type", ""))
+    if "warnings" in result:
+        warned = result["warnings"] if isinstance(result["warnings"], list) else []
+        result["warnings"] = [scrubbed(w, 200) for w in warned[:5]]
 
 
 @functools.lru_cache(maxsize=None)
@@ -452,7 +498,7 @@ class KernelSession:
                 if conversation.finished:
                     return
                 content = reply.get("content", {})
-                detail = (f"{content.get('ename', 'Error')}: {content.get('evalue', '')}"[:300]
+                detail = (scrubbed(f"{content.get('ename', 'Error')}: {content.get('evalue', '')}", 300)
                           if content.get("status") != "ok" else "the kernel ended the test early")
                 raise StopTest(REFUSED, conversation.calls_done, detail)
 
@@ -517,14 +563,15 @@ def run_locally(spec, reference, namespace, g, completed=()):
     if measured:
         _allocate_as_a_kernel()
     conversation = Conversation(spec, reference, batches, callbacks, completed or spec.substitutes, len(cases),
-                                extra, measured=measured, meter=ProcessMeter(os.getpid()))
+                                extra, measured=measured, meter=ProcessMeter(os.getpid()), cases=cases)
     kernel_probe.serve(namespace, conversation.reply)
     return decide(spec, reference, cases, conversation)
 
 
 def _case_results(conversation, cases):
     return [dict(batch[0], stand_ins=conversation.stand_ins.get(index, {}),
-                 stand_in_calls=conversation.stand_in_calls.get(index, []))
+                 stand_in_calls=conversation.stand_in_calls.get(index, []),
+                 **({"refused": conversation.refusals[index]} if index in conversation.refusals else {}))
             for index, batch in enumerate(conversation.results[:len(cases)])]
 
 

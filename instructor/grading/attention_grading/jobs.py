@@ -42,6 +42,7 @@ class GradingJob:
     answered: dict = field(default_factory=dict)    # {grade_id: digest} of written answers graded before
     feedback: bool = True          # render the feedback page too
     lesson_source: bytes = b""     # source/<lesson>/<lesson>.ipynb: which cells are the lesson's own
+    case_key: str = ""             # the key of the submission's attempt (attempts.case_key): its hidden cases
 
     @property
     def key(self):
@@ -134,6 +135,8 @@ def run_job(job):
             (scratch / "source" / job.lesson / f"{job.lesson}.ipynb").write_bytes(job.lesson_source)
         db_url = _scratch_gradebook(scratch, job.template, job.prior)
         config, coursedir = coursedir_for(job.config, scratch, db_url, job.lesson, job.student)
+        if job.case_key:              # the attempt was recorded in the course, not in this scratch copy
+            config.GuardedExecute.case_key = job.case_key
         autograde = Autograde(coursedir=coursedir, config=config)
         autograde.force = True
         buffer = _capture(autograde, f"attention-grade.{job.student}.{job.lesson}")

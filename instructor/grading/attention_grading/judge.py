@@ -193,6 +193,8 @@ def judge(spec, R, cases, results, extra_results=None, extra_calls=()):
         failure = judge_case(spec, R, case, result, pairs[:index] + pairs[index + 1:])
         if failure:
             kind, message, diagnosis = failure
+            if result.get("refused"):     # the grader refused a stand-in call: its words, not the kernel's
+                message, diagnosis = f"On {case.label}, your {spec.name} {result['refused']}.", None
             return Verdict(spec.name, False, message, kind=kind, cases=len(cases), case=case.label,
                            diagnosis=diagnosis)
     if len(results) < len(cases):

@@ -304,19 +304,37 @@ def _restore(saved, missing):
                 namespace[name] = value
 
 
+KEPT = "__attention_kept__"      # {test: {name: function}}: what each name stood for at a test's cell
+
+
+def _functions(namespace, test, stand_ins):
+    """Where the calls of ``test`` find the learner's functions: those kept at its cell (the
+    grader's snippet there wrote them into ``namespace[KEPT]``), then the namespace itself. A name
+    that has a stand-in is always the stand-in."""
+    kept = namespace.get(KEPT)
+    chosen = kept.get(test) if isinstance(kept, dict) and test is not None else None
+    if not isinstance(chosen, dict):
+        return namespace
+    import collections
+
+    return collections.ChainMap({k: v for k, v in chosen.items() if k not in stand_ins}, namespace)
+
+
 def serve(namespace, ask):
     """Make the grader's calls in ``namespace`` until it says stop (``ask``: the transport)."""
     reply = ask({"op": "ready"})
+    stand_ins = set(reply.get("substitutes", []))
+    functions = _functions(namespace, reply.get("kept"), stand_ins)
     namespaces = [namespace]
     for name in reply.get("globals_of", []):
-        space = getattr(namespace.get(name), "__globals__", None)
+        space = getattr(functions.get(name), "__globals__", None)
         if isinstance(space, dict) and all(space is not s for s in namespaces):
             namespaces.append(space)
     saved, missing = _install(reply.get("substitutes", []), namespaces, ask)
     try:
         while "calls" in reply:
             shared = [decode(blob) for blob in reply.get("shared") or []]    # decoded once for the batch
-            message = {"op": "results", "results": [_call(c, namespace, ask, shared) for c in reply["calls"]]}
+            message = {"op": "results", "results": [_call(c, functions, ask, shared) for c in reply["calls"]]}
             reply = shared = None     # this batch's arguments are freed before the next batch arrives
             reply = ask(message)
     finally:

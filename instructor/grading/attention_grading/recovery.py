@@ -5,6 +5,7 @@ go on in a fresh kernel that has the earlier cells' definitions replayed.
 import copy
 
 from nbclient.util import run_sync
+from nbformat.notebooknode import NotebookNode
 
 from .cells import mentions
 
@@ -59,7 +60,8 @@ class KernelRecovery:
             self.timeout = saved
 
     def _recover(self, upto):
-        """A fresh kernel with the definitions of every earlier non-test cell replayed."""
+        """A fresh kernel with the definitions of every earlier non-test cell replayed (what the
+        replay shows is dropped: each cell keeps what its first run showed, at its own index)."""
         while True:
             self._restarts += 1
             if self._restarts > self.max_restarts:
@@ -69,15 +71,29 @@ class KernelRecovery:
             self.kc.stop_channels()
             self.start_new_kernel_client()
             self.wait_for_reply(self.kc.kernel_info())
-            skip = set(self._crashed) | set(self._hung) | set(self._plan.tests) | set(self._skipped)
+            broken = set(self._crashed) | set(self._hung) | set(self._skipped)
+            replies = dict(self._replies)
             try:
                 for j in range(upto):
-                    original = self.nb.cells[j]
-                    if original.cell_type != "code" or j in skip:
+                    source = self._replay_source(j, broken)
+                    if source is None:
                         continue
-                    self.execute_cell(copy.deepcopy(original), j, store_history=True)
-                    self.nb.cells[j] = original  # keep what the first run showed
+                    original = self.nb.cells[j]
+                    try:
+                        self.execute_cell(NotebookNode(copy.deepcopy(original), source=source), j,
+                                          store_history=True)
+                    finally:
+                        self.nb.cells[j] = original  # nbclient stored the copy there: keep the first run
                 return
             except Exception:          # it died again, or broke the protocol: skip that cell
-                self.nb.cells[j] = original
                 self._crashed.append(j)
+            finally:
+                self._replies = replies
+
+    def _replay_source(self, index, broken):
+        """The code a fresh kernel runs again for cell ``index``, or None: every code cell before
+        the one that broke, except tests and cells that broke a kernel themselves."""
+        cell = self.nb.cells[index]
+        if cell.cell_type != "code" or index in broken or index in self._plan.tests:
+            return None
+        return cell.source

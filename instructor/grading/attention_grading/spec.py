@@ -3,8 +3,9 @@
 Specs live in the grader only. The grader builds each ``Case``, sends its inputs into the
 learner's kernel as data (``kernel_probe``), and judges what comes back against the reference
 (``judge``). Cases are drawn from a generator the grader derives from the course's secret and the
-submission (``case_generator``): they differ from one submission to the next, so recording them
-teaches nothing, and the same files graded again get the same cases. A case's arguments may name things that live in the kernel (``Learner``: one of
+submission's attempt (``case_generator``, ``attempts``): they differ from one attempt to the next,
+so recording them teaches nothing, and only the same attempt graded again gets the same cases. A
+case's arguments may name things that live in the kernel (``Learner``: one of
 the learner's functions) or in the grader (``Callback``: a function the grader evaluates when the
 kernel calls it, such as a loss for ``numerical_gradient``). Where a case needs more than one
 call (a training loop, a sampler), the loop runs in the grader (``Spec.driver``) and only the
@@ -173,9 +174,10 @@ def get(name):
         raise KeyError(f"no hidden test is registered for {name!r}") from None
 
 
-def case_generator(secret, submission, name):
-    """The generator a hidden test draws its cases from: seeded by an HMAC of the submission's
-    digest and the test's name under the course's secret (bytes). Nobody without the secret can
-    tell the cases in advance; the same submission always gets the same ones."""
-    key = hmac.new(secret, f"{submission}\0{name}".encode(), hashlib.sha256).digest()
+def case_generator(secret, attempt_key, name):
+    """The generator a hidden test draws its cases from: seeded by an HMAC of the attempt's key
+    (``attempts.case_key``: the learner, the lesson, the attempt's number and every byte handed in)
+    and the test's name under the course's secret (bytes). Nobody without the secret can tell the
+    cases in advance; the same attempt graded again gets the same ones, any other attempt others."""
+    key = hmac.new(secret, f"{attempt_key}\0{name}".encode(), hashlib.sha256).digest()
     return np.random.default_rng(int.from_bytes(key[:16], "big"))
