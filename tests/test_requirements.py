@@ -224,7 +224,7 @@ def test_the_long_context_exercise_names_the_lengths_its_tests_measure():
     text = _said_before("08_long_context", "tiled_attention")
     for length in (*memory.SHORT_LENGTHS, *memory.LONG_LENGTHS, 512, 2048):
         assert f"{length:,}".replace(",", "{,}") in text or f"T = {length}" in text, length
-    assert "half a $T \\times T$ array of booleans" in text
+    assert "half of what a $T \\times T$ array of booleans would add" in text
 
 
 def test_the_long_context_exercise_says_how_its_key_blocks_are_measured():

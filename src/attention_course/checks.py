@@ -344,21 +344,19 @@ def _shape_words(args):
     return ", ".join(shapes + settings) if shapes else "these arguments"
 
 
-_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
-
-
 def _earlier_problem(got, expected, atol, names=None):
     """Why ``got`` is not the known answer ``expected`` (an array, a tuple of them, or a function
-    of the result that returns a problem or None), or None. ``names`` names the values of a tuple."""
+    of the result that returns a problem or None), or None. ``names`` names the values of a tuple:
+    a message calls each returned value by its name, never by its place."""
     if callable(expected):
         return expected(got)
     if isinstance(expected, tuple) and not (isinstance(got, tuple) and len(got) == len(expected)):
-        return f"it should return {len(expected)} arrays, but it returned {forms.describe(got)}"
+        return (f"it should return a tuple of {len(expected)} values ({', '.join(names)}), but it returned "
+                f"{forms.describe(got)}")
     pairs = list(zip(got, expected)) if isinstance(expected, tuple) else [(got, expected)]
     for k, (ours, right) in enumerate(pairs):
         right = np.asarray(right)
-        which = ("result" if len(pairs) == 1 else f"`{names[k]}`" if names else
-                 f"{_ORDINALS[k] if k < len(_ORDINALS) else str(k + 1) + 'th'} returned value")
+        which = "result" if len(pairs) == 1 else f"`{names[k]}`"
         if not isinstance(ours, np.ndarray) or ours.shape != right.shape or ours.dtype.kind not in "biuf":
             return f"its {which} should be an array of shape {right.shape}, but it is {forms.describe(ours)}"
         if not np.allclose(ours, right, rtol=0, atol=atol):
@@ -379,6 +377,8 @@ def check_earlier(fn, earlier, examples, where, atol=1e-9, names=None, uses=Fals
     ``earlier`` returns, so that a message says which one is wrong.
     """
     name, later = _name_of(earlier), _name_of(fn)
+    if any(isinstance(expected, tuple) and (names is None or len(names) != len(expected)) for _, expected in examples):
+        raise TypeError(f"check_earlier: name the values {name} returns, names=(...), one per value")
     called = _calls(fn, name)
     if not called and not uses:
         return
@@ -400,12 +400,21 @@ def check_earlier(fn, earlier, examples, where, atol=1e-9, names=None, uses=Fals
           "inputs this check uses")
 
 
-def check_returns(function, result, names, shapes=None):
+def check_returns(function, result, names, shapes=None, expected=None, atol=1e-9):
     """``result`` is the tuple ``(names...)`` that ``function`` must return; else say so, in the
     words the hidden tests use. With ``shapes`` (one per name), values returned in another order
-    are told so."""
+    are told so; with ``expected`` (the right values, one per name; their shapes serve as
+    ``shapes``), values of one shape returned in another order too."""
+    if expected is not None:
+        expected = [np.asarray(e, dtype=float) for e in expected]
+        shapes = [e.shape for e in expected]
+
+    def close(k, value):
+        return np.allclose(np.asarray(value, dtype=float), expected[k], rtol=0, atol=atol)
+
     problem = forms.returns_problem(function, result, names) or (
-        forms.order_problem(function, result, names, shapes) if shapes is not None else None)
+        forms.order_problem(function, result, names, shapes, close=close if expected is not None else None)
+        if shapes is not None else None)
     if problem:
         raise CheckFailed(problem)
     return result

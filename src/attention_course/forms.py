@@ -33,24 +33,51 @@ def returns_problem(function, value, names):
     return f"{function} should return {what}, but it returned {describe(value)}{hint}."
 
 
-def order_problem(function, value, names, shapes):
-    """When the arrays of ``value`` have the ``shapes`` of ``names`` in one other order, and in no
-    other, the sentence that says the order is swapped; else None."""
+def order_problem(function, value, names, shapes, close=None):
+    """When the arrays of ``value`` are those of ``names`` in one other order, and in no other, the
+    sentence that says the order is swapped; else None. The shapes (one per name) tell the order
+    first; with ``close`` (``close(k, array)``: is ``array`` the right value of ``names[k]``?), values
+    of one shape returned in another order are told so too (dgamma and dbeta swapped)."""
     from itertools import permutations
 
     if not isinstance(value, (tuple, list)) or len(value) != len(names) or len(shapes) != len(names):
         return None
     got = [tuple(v.shape) if isinstance(v, np.ndarray) else None for v in value]
     wanted = [tuple(s) for s in shapes]
-    if got == wanted:
+
+    def orders(fits):
+        return [order for order in permutations(range(len(names)))
+                if all(fits(k, at) for k, at in enumerate(order))]
+
+    if got != wanted:
+        by_shape = orders(lambda k, at: got[at] == wanted[k])
+        if len(by_shape) == 1:
+            return _order_sentence(function, names, by_shape[0], "by their shapes")
+    if close is None:
         return None
-    orders = [order for order in permutations(range(len(names)))
-              if all(got[at] == wanted[k] for k, at in enumerate(order))]
-    if len(orders) != 1:
-        return None
-    held = [names[orders[0].index(at)] for at in range(len(names))]    # the name each position holds
-    swapped = "swapped" if len(names) == 2 else "mixed up"
-    return (f"{function} returns its values in the order ({', '.join(held)}), by their shapes; the order is "
+
+    def right(k, at):
+        try:
+            return got[at] == wanted[k] and bool(close(k, value[at]))
+        except Exception:                       # a value that cannot even be compared is not right
+            return False
+
+    n = len(names)
+    if all(right(k, k) for k in range(n)):
+        return None                             # every value in its place
+    fits = [[right(k, at) for at in range(n)] for k in range(n)]     # each comparison made once
+    by_value = orders(lambda k, at: fits[k][at])
+    if len(by_value) == 1:
+        return _order_sentence(function, names, by_value[0], "by their values")
+    return None
+
+
+def _order_sentence(function, names, order, told):
+    """``order[k]``: the position that holds ``names[k]``."""
+    held = [names[order.index(at)] for at in range(len(names))]    # the name each position holds
+    moved = sum(at != k for k, at in enumerate(order))
+    swapped = "swapped" if moved == 2 else "mixed up"
+    return (f"{function} returns its values in the order ({', '.join(held)}), {told}; the order is "
             f"{swapped}: return them as ({', '.join(names)}), `return {', '.join(names)}`.")
 
 

@@ -497,11 +497,11 @@ def check_generation(generate, params, prompt, n_new, sample_next, temperature=1
     given = np.random.default_rng(seed)
     with _recording_draws(generate, sample_next, given) as draws, _counting_rows(generate) as rows:
         result = call(generate, params, prompt, n_new, temperature, top_k, given)
-    tokens, logits = check_returns("generate", result, ("tokens", "logits"))
+    P, V = len(prompt), np.shape(params["wte"])[0]
+    tokens, logits = check_returns("generate", result, ("tokens", "logits"), shapes=((P + n_new,), (n_new, V)))
     problem = tokens_problem(tokens, prompt, n_new)
     if problem:
         raise CheckFailed(problem)
-    P, V = len(prompt), np.shape(params["wte"])[0]
     check_shape("logits (one row per new token)", logits, (n_new, V))
     for i in range(n_new):
         prefix = tokens[:P + i]
@@ -568,7 +568,8 @@ def check_greedy(generate, params, prompt, n_new, sample_next):
             space["sample_next"] = saved
     if any(rng is None for rng in given):
         raise none_passed_on
-    tokens, logits = check_returns("generate", result, ("tokens", "logits"))
+    tokens, logits = check_returns("generate", result, ("tokens", "logits"),
+                                   shapes=((len(prompt) + n_new,), (n_new, np.shape(params["wte"])[0])))
     problem = tokens_problem(tokens, np.asarray(prompt), n_new)
     if problem:
         raise CheckFailed(problem)
@@ -672,6 +673,11 @@ def _sampler_examples(sample_next):
     return examples
 
 
+#: The names of the values each function of this lesson and of lesson 06 returns, where it returns several.
+RETURNED = {"multi_head_attention": ("O", "A"), "transformer_block": ("y", "A"),
+            "layer_norm_backward": ("dx", "dgamma", "dbeta"), "generate": ("tokens", "logits")}
+
+
 def generate_earlier_examples(sample_next=None):
     """``{name: (examples, where its own check is)}`` for ``checks.check_earlier``: each function
     of this lesson and of lesson 06 that a ``generate`` may call, on the shapes the checks of
@@ -706,7 +712,7 @@ def check_generate_pieces(generate, pieces):
     known = generate_earlier_examples(pieces.get("sample_next"))
     for name, fn in pieces.items():
         examples, where = known[name]
-        check_earlier(generate, fn, examples, where=where)
+        check_earlier(generate, fn, examples, where=where, names=RETURNED.get(name))
 
 
 def check_cache_memory(generate, params, prompt, steps=(12, 24, 48)):

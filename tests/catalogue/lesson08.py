@@ -342,6 +342,7 @@ DIAGNOSES = {
         "builds_full_score_matrix": ("t²", "float64"),
         "builds_full_causal_mask": ("t²",),
         "builds_causal_mask_by_comparison": ("t²",),
+        "builds_mask_of_every_pair": ("t²", "boolean", "causal=false"),
         "no_running_max": ("nothing is subtracted",),
         "softmax_per_block_then_average": ("own softmax",),
         "scales_Q_in_place": ("in place", "argument q"),
@@ -367,6 +368,7 @@ _FIRST = "T = 10, d_k = 6, d_v = 5, block_size = 3 (3 does not divide 10)"
 REQUIREMENTS = {
     "tiled_attention": [
         ("never build a `(T_q, T_k)` array, not even a mask", MEASUREMENTS, "builds_full_causal_mask"),
+        ("never build a `(T_q, T_k)` array, not even a mask", MEASUREMENTS, "builds_mask_of_every_pair"),
         ("blocks that do not divide `T`", "T = 10, d_k = 6, d_v = 5, block_size = 3 (3 does not divide 10)",
          "drops_last_partial_block"),
         ("position `i` reads positions `j <= i`", "causal, T = 10, block_size = 3", "causal_mask_by_block"),
@@ -487,6 +489,12 @@ def tiled_attention(Q, K, V, block_size=64, causal=False):
 WRONG["tiled_attention"]["builds_causal_mask_by_comparison"] = WRONG["tiled_attention"]["builds_full_causal_mask"].replace(
     "mask = np.tril(np.ones((T_q, T_k), dtype=bool)) if causal else None",
     "mask = (np.arange(T_q)[:, None] >= np.arange(T_k)) if causal else None")
+# A boolean mask of every (query, key) pair in both calls (all True when not causal): the causal call
+# takes no more than the full one, so only the growth from the short length to the long one shows it.
+WRONG["tiled_attention"]["builds_mask_of_every_pair"] = WRONG["tiled_attention"]["builds_full_causal_mask"].replace(
+    "mask = np.tril(np.ones((T_q, T_k), dtype=bool)) if causal else None",
+    "mask = (np.arange(T_q)[:, None] >= np.arange(T_k)) if causal else np.ones((T_q, T_k), dtype=bool)").replace(
+    "        if causal:\n            s = np.where(mask[:, k0:k1], s, -np.inf)", "        s = np.where(mask[:, k0:k1], s, -np.inf)")
 WRONG["tiled_attention"]["rescale_exponent_flipped"] = CORRECT["tiled_attention"]["key_blocks_only"].replace(
     "shrink = np.exp(running_max - new_max)", "shrink = np.exp(new_max - running_max)")
 # The other widths: scaled by the values' width, d_v, where d_k = K.shape[-1] is asked.

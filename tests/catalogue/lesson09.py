@@ -150,6 +150,24 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     var = ((x - mu) ** 2).mean(axis=1, keepdims=True)
     return gamma * (x - mu) / np.sqrt(var + eps) + beta
 ''',
+        # Rows of a matrix always: one vector x of shape (d,) comes back as a (1, d) matrix.
+        "one_row_made_a_matrix": '''
+def layer_norm(x, gamma, beta, eps=1e-5):
+    x = np.atleast_2d(np.asarray(x, dtype=float))
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return gamma * (x - mu) / np.sqrt(var + eps) + beta
+''',
+        # Written for a matrix of rows (one vector made a row first): with one batch axis more, the
+        # statistics run down the tokens of each sequence.
+        "written_for_rows_of_a_matrix": '''
+def layer_norm(x, gamma, beta, eps=1e-5):
+    x = np.asarray(x, dtype=float)
+    rows = np.atleast_2d(x)
+    mu = rows.mean(axis=1, keepdims=True)
+    var = ((rows - mu) ** 2).mean(axis=1, keepdims=True)
+    return (gamma * (rows - mu) / np.sqrt(var + eps) + beta).reshape(x.shape)
+''',
     },
     "layer_norm_backward": {
         "no_path_through_variance": '''
@@ -223,6 +241,18 @@ def layer_norm_backward(dy, x, gamma, eps=1e-5):
     dx = (dx_hat - dx_hat.mean(axis=-1, keepdims=True) - x_hat * (dx_hat * x_hat).mean(axis=-1, keepdims=True)) / s
     rows = tuple(range(dy.ndim - 1))
     return dx, (dy * x_hat).sum(axis=rows), dy.sum(axis=rows)
+''',
+        # Written for a (T, d) matrix: dgamma and dbeta summed over the first axis only, right for one
+        # batch axis, not for one row or for two batch axes.
+        "sums_over_the_first_axis_only": '''
+def layer_norm_backward(dy, x, gamma, eps=1e-5):
+    dy, x = np.asarray(dy, dtype=float), np.asarray(x, dtype=float)
+    mu = x.mean(axis=-1, keepdims=True)
+    s = np.sqrt(x.var(axis=-1, keepdims=True) + eps)
+    x_hat = (x - mu) / s
+    dx_hat = dy * gamma
+    dx = (dx_hat - dx_hat.mean(axis=-1, keepdims=True) - x_hat * (dx_hat * x_hat).mean(axis=-1, keepdims=True)) / s
+    return dx, (dy * x_hat).sum(axis=0), dy.sum(axis=0)
 ''',
     },
     "transformer_block": {
@@ -317,6 +347,23 @@ def transformer_block(x, params, mask):
     x1 = x + a
     h2 = layer_norm(x1, p["ln2_gamma"], p["ln2_beta"])
     return x1 + np.maximum(h2 @ p["W_1"] + p["b_1"], 0.0) @ p["W_2"] + p["b_2"], A
+''',
+        # Written for one sequence, with a loop for a batch of them: one batch axis works, two do not.
+        "loops_over_one_batch_axis": '''
+def transformer_block(x, params, mask):
+    p = params
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 3:
+        pairs = [transformer_block(seq, p, mask if mask is None or np.ndim(mask) == 2 else mask[b])
+                 for b, seq in enumerate(x)]
+        return np.stack([y for y, _ in pairs]), np.stack([A for _, A in pairs])
+    T, d = x.shape
+    h = layer_norm(x, p["ln1_gamma"], p["ln1_beta"])
+    a, A = multi_head_attention(h, p["W_Q"], p["W_K"], p["W_V"], p["W_O"], p["n_heads"], mask)
+    x1 = x + a
+    h2 = layer_norm(x1, p["ln2_gamma"], p["ln2_beta"])
+    y = x1 + np.maximum(h2 @ p["W_1"] + p["b_1"], 0.0) @ p["W_2"] + p["b_2"]
+    return y.reshape(T, d), A
 ''',
     },
     "sample_next": {
@@ -513,6 +560,8 @@ DIAGNOSES = {
         "gamma_beta_swapped": ("swapped",),
         "ignores_eps_argument": ("eps passed in is not used",),
         "axis_one_not_last": ("so any leading axes work",),
+        "one_row_made_a_matrix": ("one row x of shape (4,) has shape (1, 4)",),
+        "written_for_rows_of_a_matrix": ("so any leading axes work",),
     },
     "layer_norm_backward": {
         "no_path_through_variance": ("path through the variance",),
@@ -522,6 +571,7 @@ DIAGNOSES = {
         "forgets_gamma_in_dx": ("dx̂ = γ ⊙ dy",),
         "dgamma_times_raw_x": ("by x instead",),
         "eps_fixed_at_default": ("use the eps you are given",),
+        "sums_over_the_first_axis_only": ("summed over the batch",),
     },
     "transformer_block": {
         "post_norm": ("post-norm",),
@@ -534,6 +584,7 @@ DIAGNOSES = {
         "mlp_reads_unnormalised_stream": ("reads x1",),
         "mask_not_passed": ("mask on to multi_head_attention",),
         "layer_norm_inlined": ("should call your layer_norm",),
+        "loops_over_one_batch_axis": ("with two batch dimensions", "*batch, t, d = x.shape"),
     },
     "sample_next": {
         "temperature_after_softmax": ("after the softmax",),
@@ -582,6 +633,9 @@ REQUIREMENTS = {
         ("`layer_norm(x, gamma, beta, eps=1e-5)`", "x of shape (4, d) with eps = 0.1 (the place of eps matters)",
          "ignores_eps_argument"),
         ("`x` has shape `(..., d)` (any number of leading axes)", "one row x of shape (d,)", "axis_one_not_last"),
+        ("`x` has shape `(..., d)` (any number of leading axes)", "one row x of shape (d,)", "one_row_made_a_matrix"),
+        ("`x` has shape `(..., d)` (any number of leading axes)", "a batch x of shape (2, 3, d)",
+         "written_for_rows_of_a_matrix"),
     ],
     "layer_norm_backward": [
         ("summed over every leading axis", _LNB_FIRST, "gamma_not_summed_over_rows"),
@@ -590,6 +644,8 @@ REQUIREMENTS = {
         ("through the mean $\\mu$ (every entry of the row moves it) and through $s$", _LNB_FIRST,
          "statistics_as_constants"),
         ("`layer_norm_backward(dy, x, gamma, eps=1e-5)`", "x of shape (4, d) with eps = 0.5", "eps_fixed_at_default"),
+        ("`dgamma` and `dbeta` of shape `(d,)`,\nsummed over every leading axis", "one row of d entries",
+         "sums_over_the_first_axis_only"),
     ],
     "transformer_block": [
         ("The layer norms sit **before** each sub-layer", _BLOCK_FIRST, "post_norm"),
@@ -598,6 +654,8 @@ REQUIREMENTS = {
         ("a sub-layer reads a normalised copy of the stream", _BLOCK_FIRST, "mlp_reads_unnormalised_stream"),
         ("`mask` a boolean mask for the attention", _BLOCK_FIRST, "mask_not_passed"),
         ("Call your `layer_norm` for both layer norms", _BLOCK_FIRST, "layer_norm_inlined"),
+        ("`x` is `(..., T, d)` (any number of leading batch axes, or none)", "two batch dimensions, x of shape "
+         "(2, 3, 4, d), 2 heads of width 3, one causal (4, 4) mask for all", "loops_over_one_batch_axis"),
     ],
     "sample_next": [
         ("Divide the logits by the temperature", "temperature 0.5 (sharper)", "temperature_multiplies"),

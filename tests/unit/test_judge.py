@@ -193,6 +193,42 @@ def test_tiled_memory_is_judged_on_growth_and_a_short_call_cannot_buy_credit(mon
         assert "more memory than the full one" in mask and "causal mask" in mask
 
 
+def test_tiled_memory_takes_off_what_a_warm_up_call_took_and_no_more(monkeypatch):
+    """Lesson 08: what the first call in a fresh kernel takes whatever T (about 2 MB in a grading
+    kernel, nothing in a warm process) is measured by a warm-up call on one block and taken off its
+    kernel's figures, up to WARM_UP_CAP. A lean answer holding (T, block_size) strips passes either
+    way, also where the short length's causal call read less than its full call (a meter reset
+    between them, as in the tests' in-process judgement), which a fixed 1 MB taken off used to read as
+    0 and then fail; a boolean T × T array built by both calls still fails; a warm-up that takes
+    100 MB earns no more than the cap, so a T × T float64 array behind it still fails; T × T float64
+    arrays built for the causal call alone are not called a mask."""
+    from attention_grading.specs import lesson08_long_context as lesson08
+
+    monkeypatch.setattr(lesson08, "_spot_error", lambda *args: 0.0)
+    monkeypatch.setattr(lesson08, "_attention_error", lambda *args: 0.0)
+    warm = lesson08.WARM_UP_LENGTH
+    for seed in range(20):
+        calls = lesson08.memory_calls(np.random.default_rng(seed))
+        assert [c.note.get("warm_up", False) for c in calls if "key_blocks" not in c.note] == [True, False, False] * 2
+        judge_memory = functools.partial(lesson08.judge_memory, None, calls)
+        for first_call in (0, 2_000_000):
+            def strips(T, causal, first_call=first_call):
+                lower = 0.4 if causal and T < 2 * lesson08.SHORT_LENGTHS[1] else 1.0     # reset between the calls
+                return first_call + int(lower * 2_400 * T) if T > warm else first_call + 2_400 * T
+            assert judge_memory(_memory_results(calls, strips)) is None, (seed, first_call)
+            mask_of_every_pair = judge_memory(_memory_results(
+                calls, lambda T, causal, first_call=first_call: first_call + 2_400 * T + T * T))
+            assert "T × T array" in mask_of_every_pair, (seed, first_call)
+        long = max(c.kernel for c in calls if c.kernel)
+        spike = 100_000_000
+        hidden = _memory_results(calls, lambda T, causal: spike if T == warm else
+                                 max(spike, 2_000_000 + 2_400 * T + (8 * T * T if T == long else 0)))
+        assert "T × T array" in judge_memory(hidden), seed
+        causal_scores = judge_memory(_memory_results(
+            calls, lambda T, causal: 2_000_000 + 2_400 * T + (16 * T * T if causal and T > warm else 0)))
+        assert "float64 for the causal case" in causal_scores and "causal mask" not in causal_scores
+
+
 def test_tiled_key_blocks_are_judged_on_the_memory_of_a_query_that_meets_all_its_keys(monkeypatch):
     """Lesson 08's key-block call: a batch of sequences of a few queries reading many keys the batch
     shares. What tiles of block_size keys take passes, with the 1 MB any call takes and copies of the

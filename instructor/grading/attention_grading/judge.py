@@ -47,12 +47,14 @@ def compare_outputs(spec, mine, expected, equal_nan=False):
     """Compare a whole return value (one array or a tuple of them)."""
     if len(spec.outputs) == 1:
         return compare_arrays(f"Your `{spec.outputs[0]}`", mine, np.asarray(expected), spec, equal_nan)
+    expected = [np.asarray(e) for e in expected]
     problem = returns_problem(spec.name, mine, spec.outputs) or order_problem(
-        spec.name, mine, spec.outputs, [np.shape(e) for e in expected])
+        spec.name, mine, spec.outputs, [e.shape for e in expected],
+        close=lambda k, value: compare_arrays("", value, expected[k], spec, equal_nan) is None)
     if problem:
         return problem
     for name, m, e in zip(spec.outputs, mine, expected):
-        problem = compare_arrays(f"Your `{name}`", m, np.asarray(e), spec, equal_nan)
+        problem = compare_arrays(f"Your `{name}`", m, e, spec, equal_nan)
         if problem:
             return problem
     return None

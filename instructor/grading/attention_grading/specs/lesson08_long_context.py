@@ -8,24 +8,33 @@ from ..spec import Bug, Call, Case, Spec, register
 
 # The memory check: the memory the sandbox takes during a call (measured by the grader from
 # outside the kernel, sandbox.meter), at a short and a long length drawn per submission; from one
-# to the other it must grow in proportion to the length (a copy of Q, K and V, one block of
-# scores), not like a T × T array. What grows faster than in proportion, beyond half a T × T array
-# of booleans at the long length (the smallest such array: 8.4 MB at T = 4096), fails. Each
-# length's two calls (full, then causal) run in a fresh kernel of their own (fresh_measurement),
-# and the causal call's figure is the most the sandbox took since the meter started there: at
-# least the full call's, so memory the full call left behind cannot hide a T × T array the causal
-# call builds. At the long length the causal figure may exceed the full one by no more than half a
-# T × T array of booleans: a causal mask is caught within one length, where no ratio multiplies
-# the short call's figure. Any call there takes about 1.2-2 MB whatever T (the probe's messages,
-# the heap grown again); CALL_OVERHEAD of it is taken off both figures first, or the short call's
-# share, times the ratio of the lengths, would hide a T × T boolean mask. A short call that takes
-# more than it needs earns no more credit than CREDIT_CAP T × T bytes at the long length, less
-# than one T × T float64 array (8), which still fails.
+# to the other it must grow in proportion to the length (a copy of Q, K and V, a (T, block_size)
+# strip of scores, the running numbers of every query), not like a T × T array. What the long
+# length takes beyond the ratio of the lengths times what the short one took grows faster than in
+# proportion; a T × T array of booleans adds long² − ratio · short² = long · (long − short) bytes
+# to it (6.3 MB at the least, from T = 1024 to T = 3072), and more than half of that fails.
+# Each length's calls run in a fresh kernel of their own (fresh_measurement): first a warm-up call
+# on one block (WARM_UP_LENGTH tokens), then the full call, then the causal one. The meter is never
+# reset there, so each figure is the most the sandbox took since the meter started, and the causal
+# figure is at least the full one: memory the full call left behind cannot hide a T × T array the
+# causal call builds. A length's figure is the most either of its calls took. What the first call
+# in a fresh kernel takes whatever T (the probe's messages, a heap grown again: 1.3-2.1 MB
+# measured) would, multiplied by the ratio of the lengths, hide a T × T array; taken off as a
+# fixed guess, it made a lean answer's short length read 0 where there was no such overhead (a
+# process already warm). So the warm-up call measures it in each kernel, and that figure, up to
+# WARM_UP_CAP, is taken off its kernel's figure; a warm-up that takes more earns nothing beyond
+# it. At the long length the causal call may exceed the full one by no more than half a T × T
+# array of booleans: a causal mask is caught within one length, where no ratio multiplies the
+# short call's figure. A short length that takes more than it needs earns no more credit than
+# CREDIT_CAP T × T bytes at the long length, less than one T × T float64 array (8), which still
+# fails.
 SHORT_LENGTHS, LONG_LENGTHS = (640, 1024), (3072, 4096)      # ranges the two lengths are drawn from
 MEMORY_D, MEMORY_BLOCK = 16, 64
+WARM_UP_LENGTH = MEMORY_BLOCK                                # one block of queries and keys
 SPOT_ROWS = 7                                                # rows checked against a direct softmax
 CREDIT_CAP = 7                                               # bytes per T × T pair (see above)
-CALL_OVERHEAD = 1_000_000                                    # bytes (see above)
+WARM_UP_CAP = 3_000_000                                      # bytes (see above)
+CALL_OVERHEAD = 1_000_000                                    # bytes the key-block call may take whatever its size
 
 # The key-block check: a batch of sequences, each of a few queries, reading many keys that the whole
 # batch shares (K and V without a batch axis: they broadcast, as with @), with small blocks. A tiled
@@ -193,14 +202,17 @@ BUGS = (
 # ---------------------------------------------------------------- memory that grows like T, not T²
 
 def memory_calls(g):
-    """The function at a short and a long length drawn from ``g`` (full, then causal, in one fresh
-    kernel per length), each call's memory measured by the grader; at the longer length a few rows
-    (the first and last of a block among them), drawn here, are checked against a direct softmax.
-    Then a batch of a few queries reading many shared keys in small blocks (``key_block_call``), in
-    a fresh kernel of its own."""
+    """The function at a short and a long length drawn from ``g``, in one fresh kernel per length: a
+    warm-up call on one block, then the full call, then the causal one, each call's memory measured
+    by the grader; at the longer length a few rows (the first and last of a block among them), drawn
+    here, are checked against a direct softmax. Then a batch of a few queries reading many shared
+    keys in small blocks (``key_block_call``), in a fresh kernel of its own."""
     calls = []
     for low, high in (SHORT_LENGTHS, LONG_LENGTHS):
         T = int(g.integers(low, high, endpoint=True))
+        warm = tuple(g.standard_normal((WARM_UP_LENGTH, MEMORY_D)) for _ in range(3))
+        calls.append(Call(warm, {"block_size": MEMORY_BLOCK, "causal": False}, memory=True, kernel=T,
+                          note={"warm_up": True}))
         Q, K, V = (g.standard_normal((T, MEMORY_D)) for _ in range(3))
         edges = [0, T - 1, MEMORY_BLOCK * int(g.integers(1, T // MEMORY_BLOCK))]
         rows = sorted({*edges, edges[-1] - 1, *(int(r) for r in g.choice(T, SPOT_ROWS - 4, replace=False))})
@@ -273,53 +285,71 @@ def judge_key_blocks(call, result):
                              f"{INPUT_COPIES} times the {inputs / 1e6:.1f} MB of its inputs, as the grader sends them)")
 
 
-def judge_memory(R, calls, results):
-    """From the short length to the long one, the memory a call takes must grow in proportion to
-    T; what grows faster, beyond half a T × T array of booleans, is a T × T array. At the long
-    length the causal call may take no more than the full one, by the same margin: more is a
-    T × T causal mask. Then the key-block call (``judge_key_blocks``)."""
-    key_blocks = [(call, result) for call, result in zip(calls, results) if "key_blocks" in call.note]
-    growth, lengths = {}, {}
+def _length_figures(calls, results):
+    """``({(T, causal): figure}, {T: warm-up figure})`` of the calls at the two lengths, or the
+    problem with one of them (a raise, a wrong output, no figure)."""
+    figures, warm_ups = {}, {}
     for call, result in zip(calls, results):
         if "key_blocks" in call.note:
             continue
-        T, causal = call.args[0].shape[0], call.kwargs["causal"]
-        where = f"At T = {T}, d = {MEMORY_D}, block_size = {MEMORY_BLOCK} (causal={causal})"
+        warm_up = "warm_up" in call.note
+        T, causal = call.kernel, call.kwargs["causal"]
+        where = (f"On the warm-up call before T = {T} (T = {WARM_UP_LENGTH}, one block)" if warm_up else
+                 f"At T = {T}, d = {MEMORY_D}, block_size = {MEMORY_BLOCK} (causal={causal})")
         if "raised" in result:
             return (f"{where} your tiled_attention raised {result['raised']} (the memory calls run in a "
                     "fresh kernel that has run only the lesson's given cells and your answer cells)")
-        O = result["value"]
-        if not isinstance(O, np.ndarray) or O.shape != (T, MEMORY_D):
-            return f"{where} it returned {describe(O)}, not an array of shape ({T}, {MEMORY_D})."
-        if T >= LONG_LENGTHS[0] and _spot_error(*call.args, O, causal, call.note["rows"]) > 1e-9:
+        O, shape = result["value"], call.args[0].shape
+        if not isinstance(O, np.ndarray) or O.shape != shape:
+            return f"{where} it returned {describe(O)}, not an array of shape {shape}."
+        if T >= LONG_LENGTHS[0] and not warm_up and _spot_error(*call.args, O, causal, call.note["rows"]) > 1e-9:
             return f"{where} your output differs from attention computed directly on some rows."
         if result.get("peak") is None:
             return f"{where} the grader could not measure the memory your tiled_attention took."
-        lengths.setdefault(causal, []).append(T)
-        growth[T, causal] = max(result["peak"], 1)
-    long = max(lengths[False])
-    mask = growth[long, True] - growth[long, False]
+        if warm_up:
+            warm_ups[T] = result["peak"]
+        else:
+            figures[T, causal] = result["peak"]
+    return figures, warm_ups
+
+
+def judge_memory(R, calls, results):
+    """From the short length to the long one, the memory a length's calls take (beyond what the
+    warm-up call of its kernel took, up to WARM_UP_CAP) must grow in proportion to T; what grows
+    faster by more than half of what a T × T array of booleans adds is a T × T array. At the long
+    length the causal call may take no more than the full one, by half a T × T array of booleans:
+    more is a T × T causal mask. Then the key-block call (``judge_key_blocks``)."""
+    found = _length_figures(calls, results)
+    if isinstance(found, str):
+        return found
+    figures, warm_ups = found
+    short, long = sorted({T for T, _ in figures})
+    mask = figures[long, True] - figures[long, False]
     if mask > long * long / 2:
+        per_pair = mask / (long * long)
+        what = ("a T × T causal mask" if per_pair < 4 else
+                f"T × T arrays of float64 for the causal case (about {per_pair:.0f} bytes per (query, key) pair; "
+                "one such array takes 8)")
         return (f"At T = {long}, the causal call took {mask / 1e6:.1f} MB more memory than the full one "
-                f"(a T × T array of booleans takes {long * long / 1e6:.1f} MB): it builds a T × T causal "
-                "mask. Mask each block as you reach it, from the positions of its queries and keys.")
-    for causal, (short, long) in lengths.items():
-        ratio = long / short
-        small, large = growth[short, causal], growth[long, causal]
-        own_small, own_large = (max(g - CALL_OVERHEAD, 1) for g in (small, large))
-        excess = own_large - min(ratio * own_small, CREDIT_CAP * long * long)
-        if excess > long * long / 2:
-            return (f"From T = {short} to T = {long} (causal={causal}), {ratio:.1f} times longer, the memory "
-                    f"your tiled_attention took (beyond the {CALL_OVERHEAD / 1e6:.0f} MB any call takes in a fresh "
-                    f"kernel) grew from {own_small / 1e6:.1f} MB to {own_large / 1e6:.1f} MB, "
-                    f"{own_large / own_small:.1f} times: {excess / 1e6:.1f} MB more than in proportion to T, as a "
-                    f"T × T array would take (at T = {long} one takes {long * long / 1e6:.1f} MB as booleans, "
-                    f"{8 * long * long / 1e6:.0f} MB as float64). Never build a T × T array (scores, weights or "
-                    "a causal mask): work on one block of keys (and of queries) at a time.")
-    for call, result in key_blocks:
-        problem = judge_key_blocks(call, result)
-        if problem:
-            return problem
+                f"(a T × T array of booleans takes {long * long / 1e6:.1f} MB): it builds {what}. Mask each "
+                "block as you reach it, from the positions of its queries and keys.")
+    own = {T: max(max(figures[T, False], figures[T, True]) - min(warm_ups[T], WARM_UP_CAP), 1) for T in (short, long)}
+    ratio = long / short
+    excess = own[long] - min(ratio * own[short], CREDIT_CAP * long * long)
+    booleans = long * (long - short)           # what a T × T boolean array adds beyond proportion
+    if excess > booleans / 2:
+        return (f"From T = {short} to T = {long}, {ratio:.1f} times longer, the memory your tiled_attention took "
+                f"(beyond what a warm-up call on one block took in the same fresh kernel) grew from "
+                f"{own[short] / 1e6:.1f} MB to {own[long] / 1e6:.1f} MB, {own[long] / own[short]:.1f} times: "
+                f"{excess / 1e6:.1f} MB more than in proportion to T, as a T × T array would take (one of booleans "
+                f"adds {booleans / 1e6:.1f} MB more than in proportion from T = {short} to T = {long}, one of "
+                f"float64 {8 * booleans / 1e6:.0f} MB). Never build a T × T array (scores, weights or a mask): work "
+                "on one block of keys (and of queries) at a time.")
+    for call, result in zip(calls, results):
+        if "key_blocks" in call.note:
+            problem = judge_key_blocks(call, result)
+            if problem:
+                return problem
     return None
 
 

@@ -27,7 +27,7 @@ import numpy as np
 from attention_course import gpt_checks as mistake
 
 from .. import kernel_probe
-from ..judge import compare_arrays, describe, returns_problem, token_problem
+from ..judge import compare_arrays, describe, order_problem, returns_problem, token_problem
 from ..spec import Bug, Call, Case, Learner, Shared, Spec, register
 
 LENT = ("multi_head_attention", "split_heads", "merge_heads")
@@ -208,6 +208,8 @@ def transformer_block_cases(g):
              (g.normal(size=(3, 4, 6)), block_params(g, 6, 3, 2, 12), causal(4))),
         Case("a batch x of shape (2, 5, 7), one head of width 5, a (2, 5, 5) mask per sequence",
              (2.0 * g.normal(size=(2, 5, 7)), block_params(g, 7, 1, 5, 9), per_sentence)),
+        Case("two batch dimensions, x of shape (2, 3, 4, d), 2 heads of width 3, one causal (4, 4) mask for all",
+             (g.normal(size=(2, 3, 4, d)), block_params(g, d, 2, 3, 8), causal(4))),
         Case("x of shape (4, 6) with entries of size 100 (layer norm keeps the scores tame), 2 heads",
              (100.0 * g.normal(size=(4, 6)) + 50.0, block_params(g, 6, 2, 3, 8), causal(4))),
         Case("x of shape (7, 9), 3 heads of width 3, d_hidden = 5 (narrower than d)",
@@ -567,7 +569,8 @@ def _judge_generate(R, case, mine):
     rng = kwargs.pop("rng")
     V = np.shape(params["wte"])[0]
     P = len(prompt)
-    problem = returns_problem("generate", mine, ("tokens", "logits"))
+    problem = returns_problem("generate", mine, ("tokens", "logits")) or order_problem(
+        "generate", mine, ("tokens", "logits"), ((P + int(n_new),), (int(n_new), V)))
     if problem:
         return problem
     tokens, logits = mine
