@@ -8,7 +8,7 @@ notebooks to solutions/. Autograding runs every kernel in an operating-system sa
 the hidden tests from the grader (instructor/grading/attention_grading, installed into the course
 environment by `make`), which holds the reference (instructor/reference); neither ever enters a
 learner's kernel. Every grading setting is a trait with its help text
-(`python -m attention_grading.settings` lists them, the README's "Settings" table is made from
+(`python -m attention_grading.cli.settings` lists them, the README's "Settings" table is made from
 that list); set them here as `c.<Class>.<name> = value`.
 """
 import os
@@ -59,15 +59,15 @@ c.GenerateSolution.preprocessors = [
 # (verdicts.py: ApplyVerdicts runs after every step that changes outputs) and the scores are saved
 # from the verdicts (SaveVerdicts, nbgrader's SaveAutoGrades scored by the grader).
 c.Autograde.autograde_preprocessors = [
-    "attention_grading.execute.GuardedExecute",
+    "attention_grading.steps.execute.GuardedExecute",
     "attention_grading.learner_text.WellFormedText",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "attention_grading.sanitize.SanitizeLearnerHTML",
-    "attention_grading.sanitize.RemoveHandedInFiles",
-    "attention_grading.verdicts.ApplyVerdicts",
-    "attention_grading.verdicts.SaveVerdicts",
+    "attention_grading.steps.sanitize.SanitizeLearnerHTML",
+    "attention_grading.steps.sanitize.RemoveHandedInFiles",
+    "attention_grading.steps.verdicts.ApplyVerdicts",
+    "attention_grading.steps.verdicts.SaveVerdicts",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
@@ -85,10 +85,10 @@ c.DaskCluster.scheduler = os.environ.get("ATTENTION_DASK_SCHEDULER", "")
 c.Autograde.sanitize_preprocessors = [
     "attention_grading.learner_text.WellFormedText",
     "nbgrader.preprocessors.ClearOutput",
-    "attention_grading.restore.DropUnreadableMetadata",
+    "attention_grading.steps.restore.DropUnreadableMetadata",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
-    "attention_grading.restore.RestoreCells",
+    "attention_grading.steps.restore.RestoreCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 c.RestoreCells.add_missing_cells = True
@@ -98,16 +98,16 @@ c.LimitOutput.max_traceback = 60
 # Feedback names each check, its points and its diagnosis, never the hidden test source.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
-    "attention_grading.feedback.LabelGradedCells",
-    "attention_grading.feedback.HideHiddenTests",
-    "attention_grading.sanitize.SanitizeLearnerHTML",
-    "attention_grading.feedback.FigureOutputs",
+    "attention_grading.steps.feedback.LabelGradedCells",
+    "attention_grading.steps.feedback.HideHiddenTests",
+    "attention_grading.steps.sanitize.SanitizeLearnerHTML",
+    "attention_grading.steps.feedback.FigureOutputs",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # The feedback page names each check and shows unmarked written answers as awaiting manual
 # grading (templates/attention_feedback), formulas as MathML (no script: it reads offline); set
 # on GenerateFeedback only, so the formgrader keeps its own pages.
-c.GenerateFeedback.exporter_class = "attention_grading.feedback.FeedbackExporter"
+c.GenerateFeedback.exporter_class = "attention_grading.steps.feedback.FeedbackExporter"
 
 # Late submissions: each lesson's due date is nbgrader's own (`nbgrader db assignment add <lesson>
 # --duedate "2026-11-01 17:00:00 UTC"`, or the formgrader's Manage Assignments), extensions are
@@ -119,4 +119,4 @@ c.LateSubmissionPlugin.penalty_method = "none"
 # `nbgrader export` and `make grade` write the same grades.csv and grades-by-learner.csv (the file
 # for a learning-management system): the gradebook's final scores, names from the roster
 # (`nbgrader db student import roster.csv`), why a submission could not be graded.
-c.ExportApp.plugin_class = "attention_grading.export.CourseGradesExport"
+c.ExportApp.plugin_class = "attention_grading.cli.export.CourseGradesExport"

@@ -35,9 +35,9 @@ def clients():
     kernels are sandboxed and forked as ``GuardedExecute`` makes them."""
     from nbclient import NotebookClient
 
-    from attention_grading.kernel_time import OwnTimeLimits
-    from attention_grading.kernels import SandboxedKernelManager, SandboxRequest
-    from attention_grading.recovery import KernelRecovery
+    from attention_grading.kernels.kernel_time import OwnTimeLimits
+    from attention_grading.kernels.manager import SandboxedKernelManager, SandboxRequest
+    from attention_grading.kernels.recovery import KernelRecovery
 
     class Manager(SandboxedKernelManager):
         def __init__(self, **kwargs):
@@ -118,7 +118,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     sys.path.insert(0, str(REPO / "tests"))
-    from attention_grading.kernel_time import AFTER_INTERRUPT
+    from attention_grading.kernels.kernel_time import AFTER_INTERRUPT
 
     rows = [("a sleeping cell, 2 s limit: from its start to its interrupted reply", sleeping_cell, 2),
             (f"a kernel swallowing interrupts, 1 s limit and {AFTER_INTERRUPT} s for outputs: given up after",

@@ -16,9 +16,9 @@ import json
 
 import numpy as np
 
-from attention_grading import spec as spec_module
-from attention_grading.hidden_tests import run_locally
-from attention_grading.reference import reference
+from attention_grading.hidden import spec as spec_module
+from attention_grading.hidden.conversation import run_locally
+from attention_grading.hidden.reference import reference
 from conftest import fresh_python
 from visible_checks import _fresh, _prefix, _quiet, _run_cell
 

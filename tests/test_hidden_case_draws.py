@@ -24,9 +24,9 @@ import pytest
 
 import background
 import catalogue
-from attention_grading import spec as spec_module
-from attention_grading.hidden_tests import run_locally
-from attention_grading.reference import reference
+from attention_grading.hidden import spec as spec_module
+from attention_grading.hidden.conversation import run_locally
+from attention_grading.hidden.reference import reference
 from conftest import ROOT, lesson_ids
 from hidden_in_process import namespace_with, without_memory_judgement
 from notebook_tools import grade_id, is_solution_code, is_test

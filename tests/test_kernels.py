@@ -1,4 +1,4 @@
-"""Grading kernels (attention_grading.kernels): sandboxed, forked from the warm zygote or started
+"""Grading kernels (attention_grading.kernels.manager): sandboxed, forked from the warm zygote or started
 cold, they behave like ordinary kernels.
 
 Real ipykernel processes through jupyter_client: where they run, what they inherit, how they die,
@@ -16,12 +16,12 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from attention_grading import zygote_client
+from attention_grading.kernels import zygote_client
 from attention_grading.cells import split_hidden
-from attention_grading.kernel_time import OwnTimeLimits
-from attention_grading.recovery import KernelRecovery
-from attention_grading.kernels import SandboxedKernelManager, SandboxRequest
-from attention_grading.zygote_client import ForkedProcess
+from attention_grading.kernels.kernel_time import OwnTimeLimits
+from attention_grading.kernels.recovery import KernelRecovery
+from attention_grading.kernels.manager import SandboxedKernelManager, SandboxRequest
+from attention_grading.kernels.zygote_client import ForkedProcess
 from conftest import ROOT
 from notebook_tools import execute
 
@@ -354,7 +354,7 @@ def test_a_crashing_cell_raises_dead_kernel_in_nbclient(tmp_path):
 def test_the_grader_measures_a_kernels_memory_from_outside(tmp_path, cls):
     """The meter of a kernel's sandbox (its own memory cgroup here) sees what a cell allocates,
     children included; the kernel cannot reset it."""
-    from attention_grading.sandbox.meter import meter_for
+    from attention_grading.kernels.sandbox.meter import meter_for
 
     async def main():
         km, kc = await _started(cls, tmp_path)
@@ -448,7 +448,7 @@ def test_a_kernel_that_swallows_the_interrupt_is_given_up_on_quickly(tmp_path):
     is back for the next request. How long that takes: ``benchmarks/interrupts.py``."""
     from nbclient.exceptions import CellTimeoutError
 
-    from attention_grading.kernel_time import AFTER_INTERRUPT
+    from attention_grading.kernels.kernel_time import AFTER_INTERRUPT
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SWALLOWS_INTERRUPTS)])
     client = OwnTimeClient(nb, timeout=1, iopub_timeout=30, raise_on_iopub_timeout=True, interrupt_on_timeout=True,

@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 import catalogue
-from attention_grading import kernel_probe
-from attention_grading import spec as spec_module
-from attention_grading.hidden_tests import run_locally
-from attention_grading.reference import reference
+from attention_grading.hidden import kernel_probe
+from attention_grading.hidden import spec as spec_module
+from attention_grading.hidden.conversation import run_locally
+from attention_grading.hidden.reference import reference
 from conftest import ROOT, lesson_ids
 from hidden_in_process import hidden_verdict, measured_verdict, namespace_with
 from notebook_tools import grade_id, is_solution_code
@@ -219,7 +219,7 @@ def test_hidden_messages_name_the_case_once_and_the_arguments_by_name(lesson):
 def test_the_long_context_exercise_names_the_lengths_its_tests_measure():
     """Lesson 08's exercise says at which lengths the visible check and the hidden test measure
     memory (the hidden test's drawn from ranges), and how much growth the hidden test allows."""
-    from attention_grading.specs import lesson08_long_context as memory
+    from attention_grading.hidden.specs import lesson08_long_context as memory
 
     text = _said_before("08_long_context", "tiled_attention")
     for length in (*memory.SHORT_LENGTHS, *memory.LONG_LENGTHS, 512, 2048):
@@ -230,7 +230,7 @@ def test_the_long_context_exercise_names_the_lengths_its_tests_measure():
 def test_the_long_context_exercise_says_how_its_key_blocks_are_measured():
     """Lesson 08's exercise names the sizes its visible key-block check uses, which are those its
     check cell passes, and describes truly the ranges the hidden test draws from."""
-    from attention_grading.specs import lesson08_long_context as memory
+    from attention_grading.hidden.specs import lesson08_long_context as memory
 
     text = _said_before("08_long_context", "tiled_attention")
     said = ("a batch of 64 sequences of 3 queries each, reading 16,384 keys that the whole batch shares "

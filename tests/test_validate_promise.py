@@ -14,7 +14,7 @@
 import pytest
 
 import catalogue
-from attention_grading import spec as spec_module
+from attention_grading.hidden import spec as spec_module
 from conftest import ROOT, lesson_ids
 from hidden_in_process import hidden_verdict, measured_verdict
 from test_visible_checks import catalogue_outcomes  # noqa: F401  (the shared background run)

@@ -1,4 +1,4 @@
-"""Attempts (``attention_grading.attempts``): every byte handed in names a submission, the course's
+"""Attempts (``attention_grading.hidden.attempts``): every byte handed in names a submission, the course's
 ledger numbers its attempts, and each attempt draws its own hidden cases."""
 import json
 import multiprocessing
@@ -8,8 +8,8 @@ import nbformat
 import numpy as np
 import pytest
 
-from attention_grading import spec as spec_module
-from attention_grading.attempts import AttemptLedger, LedgerError, case_key, handed_in_digest
+from attention_grading.hidden import spec as spec_module
+from attention_grading.hidden.attempts import AttemptLedger, LedgerError, case_key, handed_in_digest
 from attention_grading.learner_text import WellFormedText, scrubbed
 
 LESSON = "01_context_vectors"

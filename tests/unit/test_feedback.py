@@ -5,9 +5,9 @@ import json
 
 from nbformat.v4 import new_output
 
-from attention_grading import pages
-from attention_grading.feedback import FigureOutputs
-from attention_grading.maths import markdown_with_mathml, to_mathml
+from attention_grading.store import pages
+from attention_grading.steps.feedback import FigureOutputs
+from attention_grading.steps.maths import markdown_with_mathml, to_mathml
 
 from . import factories
 
@@ -22,7 +22,7 @@ def test_formulas_become_mathml_and_code_stays_code():
 def test_formulas_in_a_learners_sanitised_markdown_become_mathml():
     """A learner's Markdown as the sanitiser stores it (rendered HTML, TeX left for MathJax): its
     formulas become MathML too; code, attributes and tags stay exactly as they were."""
-    from attention_grading.sanitize import clean, rendered
+    from attention_grading.steps.sanitize import clean, rendered
 
     stored = clean(rendered("1. **Scale.** by $\\sqrt{d}$, and $a < b$:\n\n$$Y = AX$$\n\n"
                             '`$x$` <span title="$t$ x=1">t</span>\n\n```\n$y$\n```\n'))

@@ -8,8 +8,8 @@ import shutil
 import pytest
 from traitlets.config import Config
 
-from attention_grading import gradebook as books
-from attention_grading import standing
+from attention_grading.store import gradebook as books
+from attention_grading.store import standing
 
 from . import factories
 from .conftest import COURSE_ID, resources, store_lesson
@@ -178,7 +178,7 @@ def test_final_scores_are_nbgrader_exports(hand_graded):
 def test_backups_keep_the_newest_copies(db_url, tmp_path):
     """A consistent copy of the SQLite gradebook per call, the newest ``keep`` kept; none for a
     database that is not SQLite."""
-    from attention_grading.safekeeping import GradebookBackup
+    from attention_grading.run.safekeeping import GradebookBackup
 
     backup = GradebookBackup(keep=2, folder=str(tmp_path / "copies"))
     made = [backup.make(db_url) for _ in range(3)]
@@ -193,7 +193,7 @@ def test_the_course_lock_is_held_once_and_dies_with_its_holder(tmp_path):
     import signal
 
     from attention_grading.errors import CourseBusy
-    from attention_grading.safekeeping import course_lock
+    from attention_grading.run.safekeeping import course_lock
 
     pid = os.fork()
     if pid == 0:                                   # the first holder: holds, then is killed
@@ -214,7 +214,7 @@ def test_a_missing_gradebook_is_refused_where_results_are(db_url, tmp_path):
     """No gradebook file, or one without submissions, while autograded/ holds results: refused,
     naming both; nothing to lose (no results) or --new-gradebook: allowed."""
     from attention_grading.errors import GradebookError
-    from attention_grading.safekeeping import check_gradebook
+    from attention_grading.run.safekeeping import check_gradebook
 
     root = tmp_path / "course"
     missing = f"sqlite:///{tmp_path / 'nowhere.db'}"

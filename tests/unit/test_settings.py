@@ -5,18 +5,18 @@ import os
 import shutil
 import sys
 
-from attention_grading import settings
+from attention_grading.cli import settings
 from attention_grading.course import load_config
 
 from conftest import ROOT
 
 
 def test_the_readme_lists_every_setting_as_declared():
-    """The README's settings block is what ``python -m attention_grading.settings`` prints; to
-    refresh it: ``.venv/bin/python -m attention_grading.settings --write README.md``."""
+    """The README's settings block is what ``python -m attention_grading.cli.settings`` prints; to
+    refresh it: ``.venv/bin/python -m attention_grading.cli.settings --write README.md``."""
     readme = (ROOT / "README.md").read_text()
     assert settings.with_table(readme) == readme, \
-        "README.md's settings table is stale: run .venv/bin/python -m attention_grading.settings --write README.md"
+        "README.md's settings table is stale: run .venv/bin/python -m attention_grading.cli.settings --write README.md"
 
 
 def test_every_setting_has_help_and_a_value():
@@ -41,9 +41,9 @@ def test_a_setting_in_the_configuration_reaches_the_step_that_uses_it(tmp_path):
     what a kernel's sandbox and a hidden test are given."""
     from traitlets.config import Config
 
-    from attention_grading.execute import GuardedExecute
-    from attention_grading.hidden_tests import ConversationLimits
-    from attention_grading.kernels import SandboxRequest
+    from attention_grading.steps.execute import GuardedExecute
+    from attention_grading.hidden.conversation import ConversationLimits
+    from attention_grading.kernels.manager import SandboxRequest
 
     config = Config()
     config.GuardedExecute.sandbox_limits = {"memory_bytes": 1 << 30}

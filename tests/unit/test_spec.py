@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from attention_grading import spec as spec_module
-from attention_grading.spec import Case, DuplicateSpec, Spec
+from attention_grading.hidden import spec as spec_module
+from attention_grading.hidden.spec import Case, DuplicateSpec, Spec
 
 
 def cases(g):
@@ -14,7 +14,7 @@ def test_a_name_registered_by_another_lesson_fails_loudly(monkeypatch):
     """A second lesson's ``softmax`` may not replace lesson 01's: registering it raises."""
     spec_module.get("softmax")                                   # every lesson registered
     monkeypatch.setattr(spec_module, "REGISTRY", dict(spec_module.REGISTRY))
-    with pytest.raises(DuplicateSpec, match="softmax.*already registered by attention_grading.specs.lesson01"):
+    with pytest.raises(DuplicateSpec, match="softmax.*already registered by attention_grading.hidden.specs.lesson01"):
         spec_module.register(Spec(name="softmax", cases=cases))
 
 
@@ -45,7 +45,7 @@ def test_cases_differ_per_submission_and_repeat_for_the_same_one():
 def test_every_registered_test_draws_its_cases_from_the_generator_it_is_given():
     """Two generators give two different sets of inputs for every lesson's hidden tests (a fixed
     input would be an answer a learner could record and hard-code)."""
-    from attention_grading import kernel_probe
+    from attention_grading.hidden import kernel_probe
 
     spec_module.get("softmax")
     fixed = []

@@ -10,10 +10,10 @@ import pytest
 import attention_reference as R
 from attention_course import capstone as task
 from attention_course import small_gpt
-from attention_grading import spec as spec_module
-from attention_grading.hidden_tests import plan_calls, run_locally
-from attention_grading.specs import lesson07_capstone as capstone_spec
-from attention_grading.specs import lesson09_small_gpt as gpt_spec
+from attention_grading.hidden import spec as spec_module
+from attention_grading.hidden.conversation import plan_calls, run_locally
+from attention_grading.hidden.specs import lesson07_capstone as capstone_spec
+from attention_grading.hidden.specs import lesson09_small_gpt as gpt_spec
 from attention_reference import capstone as C
 from attention_reference import gpt as G
 

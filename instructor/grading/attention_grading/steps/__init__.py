@@ -1,0 +1,1 @@
+"""The course's nbgrader preprocessors (one step per module, as nbgrader's own preprocessors/)."""
