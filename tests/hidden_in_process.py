@@ -16,7 +16,7 @@ import json
 
 import numpy as np
 
-from attention_grading.hidden import spec as spec_module
+from attention_grading.hidden import registry
 from attention_grading.hidden.conversation import run_locally
 from attention_grading.hidden.reference import reference
 from conftest import fresh_python
@@ -33,7 +33,7 @@ def namespace_with(lesson, function, answer):
 
 def hidden_verdict(lesson, function, answer, seed=0, spec_name=None):
     """The verdict of the hidden test ``spec_name`` (default: ``function``'s) on ``answer``."""
-    spec = spec_module.get(spec_name or function)
+    spec = registry.get(spec_name or function)
     with _quiet():
         return run_locally(spec, reference(), namespace_with(lesson, function, answer),
                            np.random.default_rng(seed))

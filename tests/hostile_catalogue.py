@@ -1097,14 +1097,15 @@ def drawn_cases(root, student, lesson, function, attempt):
     import inspect
 
     from attention_grading.hidden import kernel_probe
-    from attention_grading.hidden import spec as spec_module
+    from attention_grading.hidden import registry
+    from attention_grading.hidden.cases import case_generator
     from attention_grading.hidden.attempts import AttemptLedger
     from attention_grading.hidden.cases import course_secret
     from attention_grading.hidden.reference import reference
 
     entry = AttemptLedger(root).attempts(student, lesson)[attempt - 1]
-    spec = spec_module.get(function)
-    g = spec_module.case_generator(bytes.fromhex(course_secret(root)), entry.key(student, lesson), function)
+    spec = registry.get(function)
+    g = case_generator(bytes.fromhex(course_secret(root)), entry.key(student, lesson), function)
     R, drawn = reference(), []
     signature = inspect.signature(getattr(R, function))
     for case in spec.cases(g):

@@ -278,7 +278,8 @@ def test_the_same_attempt_graded_again_draws_the_same_cases_and_a_new_one_new_ca
     other files, then the first files again, makes attempts 2 and 3: the third draws cases other
     than the first's although its files are the first's. Each verdict is what the judge says on the
     cases the ledger's attempt draws (the grader used that attempt's key)."""
-    from attention_grading.hidden import spec as spec_module
+    from attention_grading.hidden import registry
+    from attention_grading.hidden.cases import case_generator
     from attention_grading.hidden.attempts import AttemptLedger
     from attention_grading.hidden.cases import course_secret
     from attention_grading.hidden.conversation import run_locally
@@ -299,14 +300,14 @@ def test_the_same_attempt_graded_again_draws_the_same_cases_and_a_new_one_new_ca
         return notes["verdicts"]["softmax_matches_reference"]["message"]
 
     def cases_of(attempt):
-        g = spec_module.case_generator(secret, attempt.key("ivy", LESSON), "softmax")
-        return spec_module.get("softmax").cases(g)
+        g = case_generator(secret, attempt.key("ivy", LESSON), "softmax")
+        return registry.get("softmax").cases(g)
 
     def predicted(attempt):
         namespace = {"np": __import__("numpy")}
         exec(IDENTITY_SOFTMAX, namespace)
-        g = spec_module.case_generator(secret, attempt.key("ivy", LESSON), "softmax")
-        return run_locally(spec_module.get("softmax"), reference(), namespace, g).message
+        g = case_generator(secret, attempt.key("ivy", LESSON), "softmax")
+        return run_locally(registry.get("softmax"), reference(), namespace, g).message
 
     def grade(*args):
         done = run_grade(root, "--student", "ivy", "--no-report", "--no-feedback", *args)

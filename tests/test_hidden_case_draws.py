@@ -24,7 +24,7 @@ import pytest
 
 import background
 import catalogue
-from attention_grading.hidden import spec as spec_module
+from attention_grading.hidden import registry
 from attention_grading.hidden.conversation import run_locally
 from attention_grading.hidden.reference import reference
 from conftest import ROOT, lesson_ids
@@ -59,7 +59,7 @@ def problems_on_draws(lesson):
         answers = [(False, name, source) for name, source in wrong.items()]
         answers += [(True, name, source) for name, source in right.items()]
         answers.append((True, "the solution", cells[functions[function][0]].source))
-        specs = [spec_module.get(n) for n in names]
+        specs = [registry.get(n) for n in names]
         unmeasured = [without_memory_judgement(spec) for spec in specs]
         measured = any(a is not b for a, b in zip(specs, unmeasured))
         for correct, name, source in answers:

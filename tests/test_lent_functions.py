@@ -16,7 +16,7 @@ import pytest
 from attention_grading.hidden import kernel_probe
 from attention_grading.hidden.conversation import ConversationLimits, run_locally
 from attention_grading.hidden.reference import reference
-from attention_grading.hidden.spec import get
+from attention_grading.hidden.registry import get
 from conftest import ROOT
 from hidden_in_process import without_memory_judgement
 from notebook_tools import grade_id, is_solution_code

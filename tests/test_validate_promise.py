@@ -14,7 +14,7 @@
 import pytest
 
 import catalogue
-from attention_grading.hidden import spec as spec_module
+from attention_grading.hidden import registry
 from conftest import ROOT, lesson_ids
 from hidden_in_process import hidden_verdict, measured_verdict
 from test_visible_checks import catalogue_outcomes  # noqa: F401  (the shared background run)
@@ -26,7 +26,7 @@ LESSONS = lesson_ids()
 def _measures_memory(function):
     import numpy as np
 
-    spec = spec_module.get(function)
+    spec = registry.get(function)
     return spec.extra_calls is not None and any(call.memory for call in spec.extra_calls(np.random.default_rng(0)))
 
 

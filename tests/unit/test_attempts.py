@@ -8,7 +8,8 @@ import nbformat
 import numpy as np
 import pytest
 
-from attention_grading.hidden import spec as spec_module
+from attention_grading.hidden import registry
+from attention_grading.hidden.cases import case_generator
 from attention_grading.hidden.attempts import AttemptLedger, LedgerError, case_key, handed_in_digest
 from attention_grading.learner_text import WellFormedText, scrubbed
 
@@ -108,7 +109,7 @@ def test_each_attempt_draws_cases_of_its_own():
     secret = b"s" * 32
 
     def draw(key):
-        return spec_module.get("softmax").cases(spec_module.case_generator(secret, key, "softmax"))[0].args[0]
+        return registry.get("softmax").cases(case_generator(secret, key, "softmax"))[0].args[0]
 
     first = case_key("ada", LESSON, 1, "A")
     assert np.array_equal(draw(first), draw(case_key("ada", LESSON, 1, "A")))

@@ -7,6 +7,11 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from .paths import COURSE_ROOT
 
+# What nbgrader itself writes beside a submitted notebook (``submit``, ``collect``): the
+# submission's time and secret. They travel with it to autograded/ and feedback/
+# (``release_feedback`` reads the secret); they are never a learner's own files.
+NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")
+
 
 def load_config(root=None):
     """The traitlets Config of ``<root>/nbgrader_config.py`` (root defaults to this course)."""

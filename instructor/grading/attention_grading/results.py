@@ -24,6 +24,11 @@ NOT_RUN = "not_run"        # the test could not start (the visible part of its c
 REFUSED = "refused"        # the kernel broke the grading protocol
 RAN = "ran"                # a graded cell without a hidden test ran without an error (the kernel's word)
 
+# Where a notebook's notes travel: nbgrader's resources (``resources[NOTES_KEY]``, a
+# ``NotebookNotes`` dict: from ``GuardedExecute`` to the verdict steps) and the notebook's own
+# metadata (``nb.metadata[NOTES_KEY]``: what the restoring steps did, for ``GuardedExecute``).
+NOTES_KEY = "attention_grading"
+
 # Check statuses
 CHECK_PASSED, CHECK_FAILED, CHECK_AWAITING = "passed", "failed", "awaiting manual grading"
 # Submission statuses

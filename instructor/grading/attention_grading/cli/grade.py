@@ -45,7 +45,7 @@ from traitlets.config import Configurable
 
 from ..hidden.attempts import AttemptLedger, LedgerError, handed_in_digest
 from ..hidden.cases import course_secret
-from ..course import environment_tools_on_path, lesson_ids, load_config
+from ..course import NBGRADER_FILES, environment_tools_on_path, lesson_ids, load_config
 from ..errors import CourseError, GradebookError, SelectionError
 from ..run.intake import IntakeLimits, Problem, content_hash, scan, submission_files
 from ..run.jobs import FeedbackJob, GradingJob, run_feedback, run_job
@@ -425,7 +425,7 @@ def _render_pages(run, course, stale, templates, pools):
     jobs, notebooks = [], {}
     for u, now in stale:
         folder = course.autograded(u.student, u.lesson)
-        files = {name: (folder / name).read_bytes() for name in (f"{u.lesson}.ipynb", *pages.NBGRADER_FILES)
+        files = {name: (folder / name).read_bytes() for name in (f"{u.lesson}.ipynb", *NBGRADER_FILES)
                  if (folder / name).is_file()}
         notebooks[u.student, u.lesson] = files[f"{u.lesson}.ipynb"]
         jobs.append(FeedbackJob(u.student, u.lesson, files, templates(u.lesson), now, course.config))

@@ -9,7 +9,7 @@ attempt when its digest is that entry's (the same files graded again), else a ne
 file renamed over it) under an ``fcntl`` lock, so two graders never give two submissions one
 number; later work can keep each attempt's grade and feedback in the same entries.
 
-``case_key`` turns (student, lesson, attempt, digest) into the key ``spec.case_generator`` draws
+``cases.case_key`` turns (student, lesson, attempt, digest) into the key ``cases.case_generator`` draws
 a submission's hidden cases from (under the course's secret): two submissions share cases only
 when they are the same attempt graded again, so whatever a learner learns about one attempt's
 cases (and files handed in beside a notebook to answer them) is no use in the next.
@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attention_course.regular_files import visit
+
+from .cases import case_key
 
 HISTORY = "history"
 LEDGER = "attempts.json"
@@ -64,13 +66,6 @@ def handed_in_digest(folder):
     for path in sorted(entries):
         digest.update(path.encode("utf-8", "surrogateescape") + b"\0" + entries[path] + b"\n")
     return digest.hexdigest()
-
-
-def case_key(student, lesson, attempt, digest):
-    """The key of one attempt's hidden cases (hex; secret only in combination with the course's
-    secret, ``spec.case_generator``)."""
-    return hashlib.sha256(f"{student}\0{lesson}\0{attempt}\0{digest}".encode("utf-8", "surrogateescape")
-                          ).hexdigest()
 
 
 @dataclass

@@ -11,7 +11,7 @@ is served in-process against the learner functions of the calling namespace.
 """
 import sys
 
-from . import spec as spec_module
+from . import registry
 from .conversation import run_locally
 from .reference import reference
 
@@ -26,7 +26,7 @@ def check(name, namespace=None):
     drawn afresh on every call (graded submissions get theirs from the course's secret)."""
     import numpy as np
 
-    spec = spec_module.get(name)
+    spec = registry.get(name)
     if namespace is None:
         namespace = sys._getframe(1).f_globals
     verdict = run_locally(spec, reference(), namespace, np.random.default_rng())

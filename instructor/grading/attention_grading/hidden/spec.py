@@ -3,7 +3,7 @@
 Specs live in the grader only. The grader builds each ``Case``, sends its inputs into the
 learner's kernel as data (``kernel_probe``), and judges what comes back against the reference
 (``judge``). Cases are drawn from a generator the grader derives from the course's secret and the
-submission's attempt (``case_generator``, ``attempts``): they differ from one attempt to the next,
+submission's attempt (``cases.case_generator``, ``attempts``): they differ from one attempt to the next,
 so recording them teaches nothing, and only the same attempt graded again gets the same cases. A
 case's arguments may name things that live in the kernel (``Learner``: one of
 the learner's functions) or in the grader (``Callback``: a function the grader evaluates when the
@@ -12,8 +12,6 @@ call (a training loop, a sampler), the loop runs in the grader (``Spec.driver``)
 learner's function runs in the kernel: no code of the course's that the learner could rebind
 there takes part in a verdict.
 """
-import hashlib
-import hmac
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -142,6 +140,7 @@ class Spec:
             self.target = Learner(self.name)
 
 
+# Every hidden test by name, filled by the lessons' spec modules as ``registry`` imports them.
 REGISTRY: dict = {}
 
 
@@ -163,21 +162,3 @@ def register(*specs):
 
 def _origin(spec):
     return getattr(spec.cases, "__module__", None) or "?"
-
-
-def get(name):
-    from . import specs  # noqa: F401  (importing the package registers every lesson's specs)
-
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"no hidden test is registered for {name!r}") from None
-
-
-def case_generator(secret, attempt_key, name):
-    """The generator a hidden test draws its cases from: seeded by an HMAC of the attempt's key
-    (``attempts.case_key``: the learner, the lesson, the attempt's number and every byte handed in)
-    and the test's name under the course's secret (bytes). Nobody without the secret can tell the
-    cases in advance; the same attempt graded again gets the same ones, any other attempt others."""
-    key = hmac.new(secret, f"{attempt_key}\0{name}".encode(), hashlib.sha256).digest()
-    return np.random.default_rng(int.from_bytes(key[:16], "big"))

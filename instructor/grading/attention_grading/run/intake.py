@@ -17,12 +17,10 @@ from attention_course.regular_files import TooLarge, irregular, read_regular, wa
 from traitlets import Integer
 from traitlets.config import Configurable
 
-from ..course import lesson_ids
+from ..course import NBGRADER_FILES, lesson_ids
 from ..kernels.output_caps import TooDeep, json_size
 
 IGNORED_NAMES = {".ipynb_checkpoints", "__pycache__", ".DS_Store"}
-# Written by nbgrader itself (`submit`, `collect`) beside the notebook; release_feedback needs the secret.
-NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")
 
 
 @dataclass

@@ -36,9 +36,9 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Dict, Float, Integer, Unicode
 
 from ..kernels import sandbox
-from ..hidden import spec as spec_module
-from ..hidden.attempts import AttemptLedger, case_key, handed_in_digest
-from ..hidden.cases import course_secret
+from ..hidden import registry
+from ..hidden.attempts import AttemptLedger, handed_in_digest
+from ..hidden.cases import case_generator, case_key, course_secret
 from ..cells import CellPlan, error_output, grade_id, mentions, split_hidden
 from ..kernels.measurement import FreshKernelMeasurement
 from ..hidden.conversation import (Conversation, ConversationLimits, KernelSession, StopTest, cases_pass,
@@ -48,9 +48,8 @@ from ..kernels.manager import KernelSandboxError, SandboxedKernelManager, Sandbo
 from ..learner_text import well_formed
 from ..kernels.output_caps import OutputBudget
 from ..kernels.recovery import KernelRecovery
-from ..results import CRASHED, NOT_RUN, RAISED, RAN, REFUSED, TIMEOUT, Flag, NotebookNotes, Verdict
+from ..results import CRASHED, NOT_RUN, NOTES_KEY, RAISED, RAN, REFUSED, TIMEOUT, Flag, NotebookNotes, Verdict
 
-NOTES_KEY = "attention_grading"
 # Run in the kernel right after the visible part of a hidden-test cell (a request of its own, silent):
 # which functions the notebook's names stand for there, so that its test (after the last cell)
 # calls those. A learner can change what it keeps only to choose among functions of their own.
@@ -447,8 +446,8 @@ class GuardedExecute(KernelRecovery, FreshKernelMeasurement, OwnTimeLimits, Exec
             self._completed.add(name)
 
     def _hidden_test(self, name, index, cell):
-        spec = spec_module.get(name)
-        g = spec_module.case_generator(self._secret, self._case_key, name)
+        spec = registry.get(name)
+        g = case_generator(self._secret, self._case_key, name)
         cases = spec.cases(g)
         batches, callbacks, extra, measured = plan_calls(spec, cases, g)
         session = KernelSession(self.kc, self.km)

@@ -23,6 +23,8 @@ from nbgrader import utils
 from nbgrader.api import MissingEntry
 from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 
+from ..results import NOTES_KEY
+
 SCHEMA_VERSION = 3
 
 
@@ -53,7 +55,7 @@ class RestoreCells(OverwriteCells):
                 del cell.metadata["nbgrader"]
         self._changed, self._known = [], None
         nb, resources = super().preprocess(nb, resources)
-        nb.metadata.setdefault("attention_grading", {})["restored_metadata"] = self._changed
+        nb.metadata.setdefault(NOTES_KEY, {})["restored_metadata"] = self._changed
         return nb, resources
 
     def preprocess_cell(self, cell, resources, index):
@@ -118,7 +120,7 @@ class RestoreCells(OverwriteCells):
             nb.cells.insert(index, self._restored(source_cell, name in grade_ids, name in solution_ids))
             present.add(name)
             restored.append(name)
-        notes = nb.metadata.setdefault("attention_grading", {})
+        notes = nb.metadata.setdefault(NOTES_KEY, {})
         notes["restored_cells"] = restored
         notes["missing_answer_cells"] = missing_answers
         for name in restored:

@@ -24,8 +24,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor, SaveAutoGrades
 
 from ..cells import CellPlan, error_output, grade_id, is_test, unscored
-from .execute import NOTES_KEY
-from ..results import NOT_RUN, RAN, NotebookNotes, Verdict
+from ..results import NOT_RUN, NOTES_KEY, RAN, NotebookNotes, Verdict
 
 NOTES_FILE = "grading-notes.json"
 

@@ -136,7 +136,7 @@ def save_outcome(root, db_url, course_id, outcome, config, prior=None, answered=
     from nbgrader.api import Gradebook
     from nbgrader.preprocessors import AssignLatePenalties
 
-    from ..steps.execute import NOTES_KEY
+    from ..results import NOTES_KEY
     from ..steps.verdicts import SaveVerdicts
 
     result = outcome.result

@@ -13,8 +13,9 @@ import json
 import shutil
 from pathlib import Path
 
+from ..course import NBGRADER_FILES
+
 RECORD_FILE = "grading-feedback.json"
-NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")     # release_feedback reads them
 RENDERER = ("steps/feedback.py", "steps/maths.py", "steps/sanitize.py", "steps/templates")
 
 
