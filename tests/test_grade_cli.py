@@ -282,7 +282,7 @@ def test_the_same_attempt_graded_again_draws_the_same_cases_and_a_new_one_new_ca
     from attention_grading.hidden.cases import case_generator
     from attention_grading.hidden.attempts import AttemptLedger
     from attention_grading.hidden.cases import course_secret
-    from attention_grading.hidden.conversation import run_locally
+    from attention_grading.hidden.in_process import run_locally
     from attention_grading.hidden.reference import reference
 
     root = copy_course(tmp_path / "course")

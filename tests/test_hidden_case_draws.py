@@ -25,7 +25,7 @@ import pytest
 import background
 import catalogue
 from attention_grading.hidden import registry
-from attention_grading.hidden.conversation import run_locally
+from attention_grading.hidden.in_process import run_locally
 from attention_grading.hidden.reference import reference
 from conftest import ROOT, lesson_ids
 from hidden_in_process import namespace_with, without_memory_judgement

@@ -1,6 +1,6 @@
 """The conversation between the grader and a kernel during a hidden test: the wire format
 (``kernel_probe.encode``/``decode``: JSON with base64 arrays, never pickle), the grader's side
-(``hidden_tests.Conversation``: calls handed out a case at a time, stand-ins answered within
+(``hidden.conversation.Conversation``: calls handed out a case at a time, stand-ins answered within
 limits) and the kernel's side (``kernel_probe.serve``), run against each other in-process."""
 import copy
 import json
@@ -10,7 +10,9 @@ import pytest
 
 from attention_grading.hidden import conversation as hidden_tests, kernel_probe
 from attention_grading.kernels.measurement import last_batch_of_each_kernel
-from attention_grading.hidden.conversation import Conversation, StopTest, plan_calls, run_locally
+from attention_grading.hidden.calls import plan_calls
+from attention_grading.hidden.conversation import Conversation, StopTest
+from attention_grading.hidden.in_process import run_locally
 from attention_grading.results import REFUSED
 from attention_grading.hidden.spec import Callback, Case, Spec
 
@@ -575,7 +577,7 @@ def test_a_call_measured_in_process_is_counted_after_large_blocks_were_freed():
 
     code = ("import os, numpy as np\n"
             "from attention_grading.kernels.sandbox.meter import ProcessMeter\n"
-            "from attention_grading.hidden.conversation import _allocate_as_a_kernel\n"
+            "from attention_grading.hidden.in_process import _allocate_as_a_kernel\n"
             "for _ in range(3):\n    big = np.ones(20 << 17); del big\n"
             "_allocate_as_a_kernel()\n"
             "meter = ProcessMeter(os.getpid()); meter.start()\n"

@@ -13,7 +13,8 @@ from attention_course import small_gpt
 from attention_grading.hidden import spec as spec_module
 from attention_grading.hidden import registry
 from attention_grading.hidden.cases import case_generator
-from attention_grading.hidden.conversation import plan_calls, run_locally
+from attention_grading.hidden.calls import plan_calls
+from attention_grading.hidden.in_process import run_locally
 from attention_grading.hidden.specs import lesson07_capstone as capstone_spec
 from attention_grading.hidden.specs import lesson09_small_gpt as gpt_spec
 from attention_reference import capstone as C

@@ -7,35 +7,25 @@ while the test of a function that may call it runs and only once that function's
 over, a callback only for its own test; each within limits on the number of requests and on the
 size of their inputs, so that no submission can make the grader compute something huge.
 
-``KernelSession`` speaks to a live kernel over its stdin channel (``execute.GuardedExecute``
-drives it); ``run_locally`` serves the same conversation in-process (the instructor's own kernel, outside
-grading: ``hidden.check``).
+The calls come from ``calls.plan_calls``; the verdict from ``decide``. ``kernels.session.KernelSession``
+serves a conversation to a live kernel over its stdin channel (``steps.execute.GuardedExecute``
+drives it); ``in_process.run_locally`` serves the same conversation in-process (the instructor's
+own kernel, outside grading: ``hidden.check``).
 """
-import asyncio
 import functools
 import inspect
-import itertools
-import json
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
-import zmq
 from traitlets import Float, Int
 from traitlets.config import Configurable
 
-from . import kernel_probe
-from .judge import judge
-from ..kernels.kernel_time import Allowance, kernel_pid
 from ..learner_text import scrubbed, scrubbed_name
-from ..results import CRASHED, REFUSED, TIMEOUT, Verdict
-from .spec import Call, Callback, Learner, Shared
+from ..results import REFUSED
+from . import kernel_probe
+from .calls import Driven, wire_call
 from .stand_in_bounds import StandInBounds, reference_seconds
-
-PROBE_SOURCE = Path(kernel_probe.__file__).read_text()
-PROBE_CODE = (f"exec(compile({PROBE_SOURCE + chr(10) + 'main()' + chr(10)!r}, '<grader probe>', 'exec'), "
-              f"{{'__name__': '__attention_probe__'}})")
 
 
 class ConversationLimits(Configurable):
@@ -79,83 +69,6 @@ class StopTest(Exception):
         super().__init__(detail)
         self.kind, self.index, self.detail = kind, index, detail
 
-
-# ------------------------------------------------------------------ what the kernel is asked
-
-def wire_argument(value, callbacks, shared=None):
-    """Encode an argument for the kernel; grader-side functions become callback ids; a ``Shared``
-    one becomes its place in ``shared`` (the batch's list of them), where it is encoded once."""
-    if isinstance(value, Shared):
-        if shared is None:
-            return kernel_probe.encode(value.value)
-        for index, (known, _) in enumerate(shared):
-            if known is value:
-                return {"shared": index}
-        shared.append((value, kernel_probe.encode(value.value)))
-        return {"shared": len(shared) - 1}
-    if isinstance(value, Learner):
-        return {"learner": value.name}
-    if isinstance(value, Callback):
-        key = f"callback-{len(callbacks)}"
-        callbacks[key] = value.function
-        return {"callback": key}
-    return kernel_probe.encode(value)
-
-
-def wire_call(target, args, kwargs, callbacks, record_warnings=False, shared=None, global_generator=False):
-    options = {"warnings": record_warnings, **({"global_generator": True} if global_generator else {})}
-    return {"target": wire_argument(target, callbacks),
-            "args": [wire_argument(a, callbacks, shared) for a in args],
-            "kwargs": {k: wire_argument(v, callbacks, shared) for k, v in kwargs.items()},
-            "options": options}
-
-
-class Driven:
-    """A case's batch whose calls the spec's driver decides in the grader, one batch at a time
-    (``Spec.driver``)."""
-
-    def __init__(self, case):
-        self.case = case
-
-
-def plan_calls(spec, cases, g):
-    """(batches of wire calls, callbacks, extra calls, the batches whose memory the grader
-    measures): one batch per case (a ``Driven`` one for a spec with a driver), then one of the
-    extra calls (drawn from ``g``, the generator the cases came from), except that each call whose
-    memory is measured is a batch of its own.
-
-    The measured batches come last, as ``{batch: the fresh kernel that serves it}`` (numbered from
-    0); the batches of one kernel (``Call.kernel``) are consecutive, in the order given."""
-    callbacks = {}
-    batches = [Driven(case) if spec.driver is not None else
-               [wire_call(spec.target, case.args, case.kwargs, callbacks, record_warnings=spec.warnings_fail is not None)]
-               for case in cases]
-    extra = [c for c in (spec.extra_calls(g) if spec.extra_calls else []) if isinstance(c, Call)]
-    plain, kernels, in_kernels = [c for c in extra if not c.memory], {}, []
-    for position, call in enumerate(extra):
-        if call.memory:
-            key = ("own", position) if call.kernel is None else ("shared", call.kernel)
-            in_kernels.append((kernels.setdefault(key, len(kernels)), call))
-    in_kernels.sort(key=lambda pair: pair[0])          # stable: one kernel's calls in the order given
-    extra = plain + [call for _, call in in_kernels]
-
-    def wired(call):
-        return wire_call(call.target or spec.target, call.args, call.kwargs, callbacks, record_warnings=call.warnings,
-                         global_generator=call.global_generator)
-
-    for call in plain:
-        if len(batches) > len(cases):
-            batches[-1].append(wired(call))
-        else:
-            batches.append([wired(call)])
-    measured = {}
-    for kernel, call in in_kernels:
-        measured[len(batches)] = kernel
-        batches.append([wired(call)])
-    return batches, callbacks, extra, measured
-
-
-# ------------------------------------------------------------------ the grader's answers
 
 class Conversation:
     """The grader's side of one hidden test (see the module docstring).
@@ -420,180 +333,3 @@ def _changed(value, before):
     if isinstance(value, np.random.Generator):
         return kernel_probe.generator_state(value) != before
     return not np.array_equal(value, before, equal_nan=True)
-
-
-# ------------------------------------------------------------------ transports
-
-class KernelSession:
-    """Run ``kernel_probe`` in a live kernel (one execute request) and serve its stdin requests."""
-
-    def __init__(self, kernel_client, kernel_manager):
-        self.kc, self.km = kernel_client, kernel_manager
-
-    def meter(self):
-        """The memory meter of the kernel's sandbox (``sandbox.meter``)."""
-        from ..kernels.sandbox.meter import meter_for
-
-        return meter_for(self.km.kernel_pid())
-
-    async def serve(self, conversation, timeout, until=None, measurement_factor=4.0, stretch=4.0):
-        """``run``, with a message the grader cannot read taken as a refusal (``StopTest``)."""
-        try:
-            await self.run(conversation, timeout, until=until, measurement_factor=measurement_factor,
-                           stretch=stretch)
-        except StopTest:
-            raise
-        except Exception as exc:
-            raise StopTest(REFUSED, conversation.calls_done,
-                           f"the kernel sent a message the grader cannot read ({type(exc).__name__})") from None
-
-    async def run(self, conversation, timeout, until=None, measurement_factor=4.0, stretch=4.0):
-        """Serve until the probe's execute reply arrives; StopTest on a timeout or a dead kernel.
-
-        Each batch of calls gets ``timeout`` seconds of the kernel's own time (the measurement
-        batch, ``measurement_factor`` times that; ``kernel_time.Allowance``, with its ``stretch``),
-        counted from the moment the kernel receives it, and none may run past ``until`` (a
-        ``time.monotonic()`` value: the notebook's own limit)."""
-        self.msg_id = msg_id = self.kc.execute(PROBE_CODE, silent=False, store_history=False, allow_stdin=True,
-                                 stop_on_error=False)
-        until = until or float("inf")
-        timeout = timeout * conversation.spec.time_factor
-        pid = kernel_pid(self.km)
-        allowance = Allowance(pid, timeout, stretch, until)
-        poller = zmq.asyncio.Poller()
-        stdin, shell, iopub = (self.kc.stdin_channel.socket, self.kc.shell_channel.socket,
-                               self.kc.iopub_channel.socket)
-        for socket in (stdin, shell, iopub):
-            poller.register(socket, zmq.POLLIN)
-        while True:
-            left = allowance.left()
-            if left <= 0:
-                raise StopTest(TIMEOUT, conversation.calls_done)
-            events = dict(await poller.poll(int(min(left, 1.0) * 1000)))
-            if not events:
-                if not await kernel_alive(self.km):
-                    raise StopTest(CRASHED, conversation.calls_done)
-                continue
-            if iopub in events:
-                await self.kc.iopub_channel.get_msg(timeout=0)      # outputs of the probe: dropped
-            if stdin in events:
-                request = await self.kc.stdin_channel.get_msg(timeout=0)
-                prompt = request.get("content", {}).get("prompt", "")
-                if not prompt.startswith(kernel_probe.MAGIC):
-                    self.kc.input("")       # the learner's own input(): an empty answer
-                    continue
-                try:
-                    message = json.loads(prompt[len(kernel_probe.MAGIC):])
-                except ValueError:
-                    raise StopTest(REFUSED, conversation.calls_done, "the kernel sent a malformed request") from None
-                reply = conversation.reply(message)
-                if "calls" in reply and conversation.fresh_batch:    # a new batch: its own time
-                    share = measurement_factor if conversation.next_batch > conversation.cases_batches else 1
-                    allowance = Allowance(pid, share * timeout, stretch, until)
-                self.kc.input(json.dumps(reply))
-            if shell in events:
-                reply = await self.kc.shell_channel.get_msg(timeout=0)
-                if reply.get("parent_header", {}).get("msg_id") != msg_id:
-                    continue
-                if conversation.finished:
-                    return
-                content = reply.get("content", {})
-                detail = (scrubbed(f"{content.get('ename', 'Error')}: {content.get('evalue', '')}", 300)
-                          if content.get("status") != "ok" else "the kernel ended the test early")
-                raise StopTest(REFUSED, conversation.calls_done, detail)
-
-    async def settle(self, km, seconds=2.0):
-        """After a stop: interrupt the probe and wait for its reply; False if the kernel does not
-        answer (it ignores interrupts, or is gone), so that the caller replaces it. A kernel that
-        takes the interrupt answers within milliseconds: a longer wait only delays the fresh one."""
-        if not await kernel_alive(km):
-            return False
-        await _maybe_await(km.interrupt_kernel())
-        deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                if await self.kc.stdin_channel.msg_ready():
-                    await self.kc.stdin_channel.get_msg(timeout=0)
-                    self.kc.input(json.dumps({"error": "the grader stopped this hidden test"}))
-                    continue
-                reply = await self.kc.shell_channel.get_msg(timeout=min(left, 0.2))
-            except Exception:      # queue.Empty: nothing yet
-                continue
-            if reply.get("parent_header", {}).get("msg_id") == self.msg_id:
-                return True
-        return False
-
-
-async def _maybe_await(value):
-    return await value if asyncio.iscoroutine(value) else value
-
-
-async def kernel_alive(km):
-    result = km.is_alive()
-    return await result if asyncio.iscoroutine(result) else result
-
-
-def _allocate_as_a_kernel():
-    """Large arrays on pages of their own from now on, as in a grading kernel
-    (``zygote_client.KERNEL_MALLOC``), and the free memory this process's heap holds given back,
-    so that what a measured call allocates is counted: glibc raises its mmap threshold as a
-    process frees large blocks, and a heap that kept them serves the call without a new page."""
-    import ctypes
-
-    from ..kernels.zygote_client import KERNEL_MALLOC
-
-    threshold = int(KERNEL_MALLOC["GLIBC_TUNABLES"].rsplit("=", 1)[1])
-    try:
-        libc = ctypes.CDLL(None)
-        libc.mallopt(-3, threshold)                        # M_MMAP_THRESHOLD
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):                      # not glibc
-        pass
-
-
-def run_locally(spec, reference, namespace, g, completed=()):
-    """The hidden test in this process: the learner's functions are looked up in ``namespace``;
-    the cases are drawn from the generator ``g``; memory is this process's."""
-    import os
-
-    from ..kernels.sandbox.meter import ProcessMeter
-
-    cases = spec.cases(g)
-    batches, callbacks, extra, measured = plan_calls(spec, cases, g)
-    if measured:
-        _allocate_as_a_kernel()
-    conversation = Conversation(spec, reference, batches, callbacks, completed or spec.substitutes, len(cases),
-                                extra, measured=measured, meter=ProcessMeter(os.getpid()), cases=cases)
-    kernel_probe.serve(namespace, conversation.reply)
-    return decide(spec, reference, cases, conversation)
-
-
-def _case_results(conversation, cases):
-    return [dict(batch[0], stand_ins=conversation.stand_ins.get(index, {}),
-                 stand_in_calls=conversation.stand_in_calls.get(index, []),
-                 **({"refused": conversation.refusals[index]} if index in conversation.refusals else {}))
-            for index, batch in enumerate(conversation.results[:len(cases)])]
-
-
-def cases_pass(spec, reference, cases, conversation):
-    """Are the results on every case right? (If not, no measurement can change the verdict.)"""
-    return judge(spec, reference, cases, _case_results(conversation, cases)).passed
-
-
-def decide(spec, reference, cases, conversation, stopped=None):
-    """The verdict, from the results gathered (and how the test stopped, if it stopped early)."""
-    results = _case_results(conversation, cases)
-    if stopped is not None:
-        index = min(stopped.index, len(cases) - 1)
-        label = cases[index].label if stopped.index < len(cases) else "the measurement calls"
-        # A wrong answer before the stop is the more useful message.
-        early = judge(spec, reference, cases[:len(results)], results) if results else None
-        if early is not None and not early.passed:
-            return early
-        message = {TIMEOUT: f"On {label}, your {spec.name} did not finish in the time the grader allows.",
-                   CRASHED: f"On {label}, the kernel died while running your {spec.name} "
-                            "(os._exit, a crash, or too much memory).",
-                   REFUSED: f"The hidden test of {spec.name} could not be run: {stopped.detail}"}[stopped.kind]
-        return Verdict(spec.name, False, message, kind=stopped.kind, cases=len(cases), case=label)
-    extra = list(itertools.chain.from_iterable(conversation.results[len(cases):]))
-    return judge(spec, reference, cases, results, extra, conversation.extra)

@@ -38,7 +38,8 @@ from ..paths import INSTRUCTOR_DIR
 from .sandbox import channels, support
 from .sandbox.account import kernel_account
 from .sandbox.limits import Limits
-from .zygote_client import BLAS_THREADS, KERNEL_MALLOC, ForkedProcess, zygote_for
+from .sandbox.limits import BLAS_THREADS, KERNEL_MALLOC
+from .zygote_client import ForkedProcess, zygote_for
 
 # Files of the grader's that may sit in a submission folder: never copied into a kernel's.
 GRADER_FILES = ("grading-notes.json", "grading-result.json")

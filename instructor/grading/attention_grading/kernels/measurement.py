@@ -23,8 +23,9 @@ from time import monotonic
 
 from nbclient.util import run_sync
 
-from ..hidden.conversation import KernelSession, StopTest, kernel_alive
+from ..hidden.conversation import StopTest
 from .kernel_time import Allowance, kernel_pid
+from .session import KernelSession, kernel_alive
 from ..results import CRASHED, TIMEOUT
 
 # Run by the grader after the given cells, before the meter starts: garbage collected and the

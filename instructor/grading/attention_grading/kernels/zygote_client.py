@@ -17,16 +17,12 @@ import threading
 import time
 from pathlib import Path
 
+from .sandbox.limits import BLAS_THREADS, KERNEL_MALLOC
+
 ZYGOTE_SCRIPT = Path(__file__).with_name("zygote.py")
 # What a Python process reads while it imports: kernels forked from one zygote must agree on it.
 IMPORT_TIME_PREFIXES = ("PYTHON", "MPL", "LD_", "OPENBLAS_", "OMP_", "MKL_", "VIRTUAL_ENV")
 IMPORT_TIME_NAMES = ("HOME", "PATH", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "TMPDIR")
-# Graders run one kernel per core; oversubscribed BLAS threads slow matrix products badly.
-BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-# Every allocation of 128 KiB or more gets pages of its own and returns them when freed (glibc
-# otherwise raises that threshold as large arrays come and go, and keeps freed ones in its heap):
-# the memory the grader measures around a call (sandbox.meter) is then what the call allocated.
-KERNEL_MALLOC = {"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=131072"}
 START_TIMEOUT = 120
 
 _zygotes = {}

@@ -41,8 +41,10 @@ from ..hidden.attempts import AttemptLedger, handed_in_digest
 from ..hidden.cases import case_generator, case_key, course_secret
 from ..cells import CellPlan, error_output, grade_id, mentions, split_hidden
 from ..kernels.measurement import FreshKernelMeasurement
-from ..hidden.conversation import (Conversation, ConversationLimits, KernelSession, StopTest, cases_pass,
-                                   decide, plan_calls)
+from ..hidden.calls import plan_calls
+from ..hidden.conversation import Conversation, ConversationLimits, StopTest
+from ..hidden.decide import cases_pass, decide
+from ..kernels.session import KernelSession
 from ..kernels.kernel_time import OwnTimeLimits
 from ..kernels.manager import KernelSandboxError, SandboxedKernelManager, SandboxRequest, shadowing_files
 from ..learner_text import well_formed

@@ -51,6 +51,14 @@ def set_pid_max(limit):
         fh.write(f"{limit}\n")
 
 
+# Graders run one kernel per core; oversubscribed BLAS threads slow matrix products badly.
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+# Every allocation of 128 KiB or more gets pages of its own and returns them when freed (glibc
+# otherwise raises that threshold as large arrays come and go, and keeps freed ones in its heap):
+# the memory the grader measures around a call (``meter``) is then what the call allocated.
+KERNEL_MALLOC = {"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=131072"}
+
+
 # ------------------------------------------------------------------ cgroups
 
 CGROUP_PREFIX = "attention-kernel-"      # of the cgroups made for a sandbox (``meter`` looks for it)
