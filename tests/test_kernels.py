@@ -19,7 +19,7 @@ from nbclient.exceptions import DeadKernelError
 from attention_grading.kernels import zygote_client
 from attention_grading.cells import split_hidden
 from attention_grading.kernels.kernel_time import OwnTimeLimits
-from attention_grading.kernels.recovery import KernelRecovery
+from attention_grading.kernels.recovery import responsive
 from attention_grading.kernels.manager import SandboxedKernelManager, SandboxRequest
 from attention_grading.kernels.zygote_client import ForkedProcess
 from conftest import ROOT
@@ -478,10 +478,6 @@ def test_a_reply_awaited_outside_a_cell_leaves_the_wait_for_outputs_as_configure
     assert client.iopub_timeout == 30
 
 
-class RecoveringClient(KernelRecovery, OwnTimeClient):
-    """The kernel-recovery step on its own, over nbclient as GuardedExecute runs it."""
-
-
 #: Registers a hook that stalls every later request, deaf to interrupts: a kernel that took the
 #: interrupt of a cell and then stopped answering.
 STALLS_LATER_REQUESTS = """\
@@ -494,19 +490,19 @@ get_ipython().events.register("pre_run_cell", _stall)
 
 
 def test_a_kernel_that_no_longer_answers_is_found_unresponsive(tmp_path):
-    """``_responsive`` (asked after a cell was interrupted): True for a kernel that runs ``pass``,
+    """``recovery.responsive`` (asked after a cell was interrupted): True for a kernel that runs ``pass``,
     False for one that never replies (so the next cell gets a fresh kernel), after a wait of its
     own of a few seconds, not the cell's limit (10 s here); the limit is back afterwards. How long
     it takes: ``benchmarks/interrupts.py``."""
-    client = RecoveringClient(nbformat.v4.new_notebook(), timeout=10, interrupt_on_timeout=True,
-                              kernel_name="python3", kernel_manager_class=ForkingKernelManager,
-                              resources={"metadata": {"path": str(tmp_path)}})
+    client = OwnTimeClient(nbformat.v4.new_notebook(), timeout=10, interrupt_on_timeout=True,
+                           kernel_name="python3", kernel_manager_class=ForkingKernelManager,
+                           resources={"metadata": {"path": str(tmp_path)}})
     waits = []
     limit_of = client._get_timeout
     client._get_timeout = lambda cell: waits.append(limit_of(cell)) or waits[-1]   # the limit each wait had
     with client.setup_kernel():
-        assert client._responsive() is True
+        assert responsive(client) is True
         client.wait_for_reply(client.kc.execute(STALLS_LATER_REQUESTS))
         del waits[:]
-        assert client._responsive() is False
+        assert responsive(client) is False
         assert waits and max(waits) <= 5 < client.timeout == 10, waits

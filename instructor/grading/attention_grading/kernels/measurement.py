@@ -53,74 +53,72 @@ class GivenCellFailed(RuntimeError):
     """A cell of the lesson's own code failed in a fresh kernel: the course's fault, not the learner's."""
 
 
-class FreshKernelMeasurement:
-    """A mixin for ``GuardedExecute``: ``_measure_in_fresh_kernels`` serves a hidden test's
-    measured batches, each group in a fresh kernel. It uses the executor's kernel settings and its
-    ``_configure_kernel_manager``."""
-
-    def _measure_in_fresh_kernels(self, conversation, measured, index, timeout):
-        """Serve the measured batches of ``conversation`` (the last ones; ``measured``: {batch:
-        its kernel}, from ``plan_calls``) for the hidden test in cell ``index``; the ``StopTest``
-        that ended one early, or None."""
-        given, answers = self._plan.definitions_before(index)
-        given = [self.nb.cells[i].source for i in given]
-        answers = [self.nb.cells[i].source for i in answers]
-        for last in last_batch_of_each_kernel(measured):
-            try:
-                run_sync(self._measure_in_one_kernel)(conversation, last, given, answers, timeout)
-            except StopTest as stop:
-                return stop
-        return None
-
-    async def _measure_in_one_kernel(self, conversation, last, given, answers, timeout):
-        """Serve the conversation's next batches, up to ``last``, in a fresh kernel."""
-        request = self._sandbox_request.fresh() if self._sandbox_request is not None else None
-        scratch = request.scratch if request is not None else tempfile.mkdtemp(prefix="attention-kernel-")
-        km = self.kernel_manager_class(config=self.config, kernel_name=self.km.kernel_name)
-        self._configure_kernel_manager(km, request, scratch)
-        kc = meter = None
-        until = max(self._deadline, monotonic() + 1)
+def measure_in_fresh_kernels(client, state, conversation, measured, index, timeout):
+    """Serve the measured batches of ``conversation`` (the last ones; ``measured``: {batch: its
+    kernel}, from ``plan_calls``) for the hidden test in cell ``index``, each group in a fresh
+    kernel made as the executor ``client`` makes its own (its kernel settings and
+    ``configure_kernel_manager``); the ``StopTest`` that ended one early, or None."""
+    given, answers = state.plan.definitions_before(index)
+    given = [client.nb.cells[i].source for i in given]
+    answers = [client.nb.cells[i].source for i in answers]
+    for last in last_batch_of_each_kernel(measured):
         try:
-            await km.start_kernel(extra_arguments=self.extra_arguments, cwd=scratch)
-            kc = km.client()
-            kc.start_channels()
-            await kc.wait_for_ready(timeout=self.startup_timeout)
-            session = KernelSession(kc, km)
-            for source in [*given, SETTLE]:
-                content = await self._run_code(session, self._cell_allowance(km, until), source, conversation)
-                if content.get("status") != "ok":
-                    raise GivenCellFailed(f"{content.get('ename')}: {content.get('evalue')}"[:300])
-            meter = session.meter()
-            meter.start()
-            for source in answers:       # learner code: from here on, what it takes counts
-                await self._run_code(session, self._cell_allowance(km, until), source, conversation)
-            conversation.resume(last + 1, meter)
-            await session.serve(conversation, timeout, until=until, measurement_factor=self.measurement_timeout_factor,
-                                stretch=self.time_stretch)
-        finally:
-            if meter is not None:
-                meter.close()
-            if kc is not None:
-                kc.stop_channels()
-            if km.has_kernel:
-                await km.shutdown_kernel(now=True)
-            shutil.rmtree(scratch, ignore_errors=True)
+            run_sync(_measure_in_one_kernel)(client, state, conversation, last, given, answers, timeout)
+        except StopTest as stop:
+            return stop
+    return None
 
-    def _cell_allowance(self, km, until):
-        """A cell's time (``Execute.timeout`` of the kernel's own time) in kernel ``km``, from now."""
-        return Allowance(kernel_pid(km), self.timeout or 30, self.time_stretch, until)
 
-    @staticmethod
-    async def _run_code(session, allowance, source, conversation):
-        """The execute reply's content for ``source``; StopTest if it hangs or its kernel dies."""
-        msg_id = session.kc.execute(source, store_history=False, allow_stdin=False, stop_on_error=False)
-        while (left := allowance.left()) > 0:
-            try:
-                reply = await session.kc.get_shell_msg(timeout=min(left, 1.0))
-            except Empty:
-                if not await kernel_alive(session.km):
-                    raise StopTest(CRASHED, conversation.calls_done) from None
-                continue
-            if reply.get("parent_header", {}).get("msg_id") == msg_id:
-                return reply.get("content", {})
-        raise StopTest(TIMEOUT, conversation.calls_done)
+async def _measure_in_one_kernel(client, state, conversation, last, given, answers, timeout):
+    """Serve the conversation's next batches, up to ``last``, in a fresh kernel."""
+    request = state.sandbox_request.fresh() if state.sandbox_request is not None else None
+    scratch = request.scratch if request is not None else tempfile.mkdtemp(prefix="attention-kernel-")
+    km = client.kernel_manager_class(config=client.config, kernel_name=client.km.kernel_name)
+    client.configure_kernel_manager(km, request, scratch)
+    kc = meter = None
+    until = max(state.deadline, monotonic() + 1)
+    try:
+        await km.start_kernel(extra_arguments=client.extra_arguments, cwd=scratch)
+        kc = km.client()
+        kc.start_channels()
+        await kc.wait_for_ready(timeout=client.startup_timeout)
+        session = KernelSession(kc, km)
+        for source in [*given, SETTLE]:
+            content = await _run_code(session, _cell_allowance(client, km, until), source, conversation)
+            if content.get("status") != "ok":
+                raise GivenCellFailed(f"{content.get('ename')}: {content.get('evalue')}"[:300])
+        meter = session.meter()
+        meter.start()
+        for source in answers:       # learner code: from here on, what it takes counts
+            await _run_code(session, _cell_allowance(client, km, until), source, conversation)
+        conversation.resume(last + 1, meter)
+        await session.serve(conversation, timeout, until=until, measurement_factor=client.measurement_timeout_factor,
+                            stretch=client.time_stretch)
+    finally:
+        if meter is not None:
+            meter.close()
+        if kc is not None:
+            kc.stop_channels()
+        if km.has_kernel:
+            await km.shutdown_kernel(now=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _cell_allowance(client, km, until):
+    """A cell's time (``Execute.timeout`` of the kernel's own time) in kernel ``km``, from now."""
+    return Allowance(kernel_pid(km), client.timeout or 30, client.time_stretch, until)
+
+
+async def _run_code(session, allowance, source, conversation):
+    """The execute reply's content for ``source``; StopTest if it hangs or its kernel dies."""
+    msg_id = session.kc.execute(source, store_history=False, allow_stdin=False, stop_on_error=False)
+    while (left := allowance.left()) > 0:
+        try:
+            reply = await session.kc.get_shell_msg(timeout=min(left, 1.0))
+        except Empty:
+            if not await kernel_alive(session.km):
+                raise StopTest(CRASHED, conversation.calls_done) from None
+            continue
+        if reply.get("parent_header", {}).get("msg_id") == msg_id:
+            return reply.get("content", {})
+    raise StopTest(TIMEOUT, conversation.calls_done)
