@@ -60,12 +60,12 @@ c.GenerateSolution.preprocessors = [
 # from the verdicts (SaveVerdicts, nbgrader's SaveAutoGrades scored by the grader).
 c.Autograde.autograde_preprocessors = [
     "attention_grading.steps.execute.GuardedExecute",
-    "attention_grading.learner_text.WellFormedText",
+    "attention_grading.steps.well_formed_text.WellFormedText",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "attention_grading.steps.sanitize.SanitizeLearnerHTML",
-    "attention_grading.steps.sanitize.RemoveHandedInFiles",
+    "attention_grading.steps.remove_handed_in_files.RemoveHandedInFiles",
     "attention_grading.steps.verdicts.ApplyVerdicts",
     "attention_grading.steps.verdicts.SaveVerdicts",
     "nbgrader.preprocessors.AssignLatePenalties",
@@ -83,11 +83,11 @@ c.DaskCluster.scheduler = os.environ.get("ATTENTION_DASK_SCHEDULER", "")
 # first. Before anything, every lone UTF-16 surrogate a notebook's JSON may hold becomes U+FFFD
 # (learner_text.py), and again once the kernel added its outputs: any text is graded.
 c.Autograde.sanitize_preprocessors = [
-    "attention_grading.learner_text.WellFormedText",
+    "attention_grading.steps.well_formed_text.WellFormedText",
     "nbgrader.preprocessors.ClearOutput",
     "attention_grading.steps.restore.DropUnreadableMetadata",
     "nbgrader.preprocessors.DeduplicateIds",
-    "nbgrader.preprocessors.OverwriteKernelspec",
+    "attention_grading.steps.restore.RestoreKernelspec",
     "attention_grading.steps.restore.RestoreCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
@@ -98,16 +98,16 @@ c.LimitOutput.max_traceback = 60
 # Feedback names each check, its points and its diagnosis, never the hidden test source.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
-    "attention_grading.steps.feedback.LabelGradedCells",
-    "attention_grading.steps.feedback.HideHiddenTests",
+    "attention_grading.steps.label_cells.LabelGradedCells",
+    "attention_grading.steps.hide_hidden_tests.HideHiddenTests",
     "attention_grading.steps.sanitize.SanitizeLearnerHTML",
-    "attention_grading.steps.feedback.FigureOutputs",
+    "attention_grading.steps.figure_outputs.FigureOutputs",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # The feedback page names each check and shows unmarked written answers as awaiting manual
 # grading (templates/attention_feedback), formulas as MathML (no script: it reads offline); set
 # on GenerateFeedback only, so the formgrader keeps its own pages.
-c.GenerateFeedback.exporter_class = "attention_grading.steps.feedback.FeedbackExporter"
+c.GenerateFeedback.exporter_class = "attention_grading.steps.feedback_exporter.FeedbackExporter"
 
 # Late submissions: each lesson's due date is nbgrader's own (`nbgrader db assignment add <lesson>
 # --duedate "2026-11-01 17:00:00 UTC"`, or the formgrader's Manage Assignments), extensions are

@@ -378,7 +378,7 @@ def test_the_correct_learner_keeps_full_marks_and_grading_finishes(hostile, way)
 def test_the_course_is_untouched(hostile, way):
     """submitted/, source/, solutions/ and instructor/ are byte-identical (modes, owners, times and
     extended attributes included); the stored hidden tests are still source/'s."""
-    from attention_grading.store.gradebook import stored_test_mismatches
+    from attention_grading.store.lessons import stored_test_mismatches
 
     assert hostile["after"] == hostile["before"]
     root = hostile["root"]

@@ -11,7 +11,8 @@ import pytest
 from attention_grading.hidden import registry
 from attention_grading.hidden.cases import case_generator
 from attention_grading.hidden.attempts import AttemptLedger, LedgerError, case_key, handed_in_digest
-from attention_grading.learner_text import WellFormedText, scrubbed
+from attention_grading.learner_text import scrubbed
+from attention_grading.steps.well_formed_text import WellFormedText
 
 LESSON = "01_context_vectors"
 

@@ -6,7 +6,7 @@ import json
 from nbformat.v4 import new_output
 
 from attention_grading.store import pages
-from attention_grading.steps.feedback import FigureOutputs
+from attention_grading.steps.figure_outputs import FigureOutputs
 from attention_grading.steps.maths import markdown_with_mathml, to_mathml
 
 from . import factories

@@ -179,7 +179,7 @@ def test_an_error_the_cluster_sends_is_named_without_unpickling_it():
 def test_a_feedback_jobs_reply_is_read_as_a_feedback_outcome():
     """A feedback-only job (grades changed after grading) comes back as its page: read as a
     ``FeedbackOutcome``; a page named outside its folder fails the job."""
-    from attention_grading.run.jobs import FeedbackJob, FeedbackOutcome
+    from attention_grading.run.feedback_jobs import FeedbackJob, FeedbackOutcome
 
     feedback_job = FeedbackJob("alice", "01_context_vectors", {}, b"", None, None)
     page = FeedbackOutcome(True, {"01_context_vectors.html": b"<p>page</p>"}, digest="d" * 16)

@@ -28,6 +28,9 @@ RAN = "ran"                # a graded cell without a hidden test ran without an 
 # ``NotebookNotes`` dict: from ``GuardedExecute`` to the verdict steps) and the notebook's own
 # metadata (``nb.metadata[NOTES_KEY]``: what the restoring steps did, for ``GuardedExecute``).
 NOTES_KEY = "attention_grading"
+# Where a grading job puts the lesson's cells as the gradebook holds them (``store.lessons.LessonBook``),
+# so that the restoring steps need no gradebook: ``resources[LESSON_KEY]``.
+LESSON_KEY = "attention_grading_lesson"
 
 # Check statuses
 CHECK_PASSED, CHECK_FAILED, CHECK_AWAITING = "passed", "failed", "awaiting manual grading"

@@ -8,24 +8,28 @@ Usage: python -m attention_grading.cli.grade [--root DIR] [--workers N] [--lesso
                                          [--feedback-only] [--new-gradebook] [--wait]
                                          [--no-feedback] [--no-report]
 
-A run reads top to bottom: plan (``intake``: what is in ``submitted/``; what is graded already,
-from content hashes; one self-contained job per submission, ``jobs``), run (the jobs on ``pool``
-workers, or with ``--scheduler`` on a Dask cluster's workers, ``cluster``: stock nbgrader
-``Autograde`` with the course's preprocessors, then the feedback page with stock
-``GenerateFeedback``), store (``gradebook``: the only writer of the course gradebook, of
-``autograded/`` and, through ``pages``, of ``feedback/``; late penalties follow the current grades
-and due dates; pages whose grades or comments changed are rendered again, by jobs too), publish
-(``export``, nbgrader's export plugin: ``grades.csv`` and ``grades-by-learner.csv``; the table
-and summary of ``output``; ``report``). ``submitted/`` is only ever read.
+A run reads top to bottom, data flowing one way (docs/architecture.md):
 
-One run at a time holds a course (``safekeeping``); a SQLite gradebook is copied before each run;
+- plan (``run.plan``): what is in ``submitted/`` (``run.intake``), what is graded already (content
+  hashes), one self-contained job per submission (``run.jobs.GradingJob``);
+- run: the jobs on ``run.pool`` workers, or with ``--scheduler`` on a Dask cluster's workers
+  (``run.cluster``): the course's steps applied to each notebook (``run.autograde``), no gradebook;
+  each returns its autograded notebook and verdicts;
+- store (``store.gradebook.save``, the only writer of the course gradebook and ``autograded/``):
+  the scores, kept manual grades and late penalty of each submission, in one function
+  (``store.grades.apply``);
+- publish (``publish``): the penalties of the others follow manual grades and extensions, every
+  stale feedback page is rendered once, by feedback jobs on the same workers, from what the
+  gradebook holds; then ``grades.csv`` and ``grades-by-learner.csv`` (``export``, nbgrader's export
+  plugin), the table and summary (``store.grades_table``), the report (``store.report``).
+
+``submitted/`` is only ever read. One run at a time holds a course (``run.lock``); a SQLite
+gradebook is copied before each run (``run.backups``);
 Ctrl-C stops after the save in progress and writes what was saved. Exit status: 0, or 1 when
 some submission could not be graded, 2 for an unknown lesson or student, 75 when another run
 holds the course, 130 after Ctrl-C.
 """
 import argparse
-import difflib
-import hashlib
 import os
 import shutil
 import sys
@@ -34,25 +38,25 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..store import gradebook as books
-from ..store import pages
-from ..run import safekeeping
-from ..store import standing as standings
-from ..run.cluster import ClusterLost, DaskCluster, DaskPool, check_address
-from ..run.cluster_tls import ClusterTLS
 from traitlets import Float, Int
 from traitlets.config import Configurable
 
-from ..hidden.attempts import AttemptLedger, LedgerError, handed_in_digest
-from ..hidden.cases import course_secret
-from ..course import NBGRADER_FILES, environment_tools_on_path, lesson_ids, load_config
-from ..errors import CourseError, GradebookError, SelectionError
-from ..run.intake import IntakeLimits, Problem, content_hash, scan, submission_files
-from ..run.jobs import FeedbackJob, GradingJob, run_feedback, run_job
-from ..store.grades_table import format_table, print_summary
+from ..course import environment_tools_on_path
+from ..errors import CourseError
+from ..run.backups import GradebookBackup, check_gradebook
+from ..run.cluster import ClusterLost, DaskCluster, DaskPool, check_address
+from ..run.cluster_tls import ClusterTLS
+from ..run.intake import Problem, scan
+from ..run.jobs import run_job
+from ..run.lock import course_lock, deferred_interrupt
+from ..run.plan import check_students, open_course, plan, select_lessons
 from ..run.pool import LocalPool, run_with_second_attempt
-from ..results import UNGRADABLE
-from ..kernels.sandbox import support
+from ..store import gradebook as books
+from ..store.grades_table import print_summary
+from ..store.lessons import Templates
+from .progress import progress
+from .publish import publish, refresh, render_pages
+
 
 class GradingRun(Configurable):
     """``make grade``'s own settings (``c.GradingRun.<name>``; its command-line flags override them)."""
@@ -102,27 +106,6 @@ class GradeRun:
         return {key: why for key, why in self.failed.items() if self.selected(key)}
 
 
-@dataclass
-class Course:
-    """The course a run works on, read once: its folder, nbgrader configuration and gradebook."""
-    root: Path
-    config: object
-    db_url: str
-    course_id: str
-    lessons: list                  # every lesson, in course order
-    intake: IntakeLimits           # what a learner's files may be, read from the configuration
-
-    def autograded(self, student, lesson):
-        return self.root / "autograded" / student / lesson
-
-
-def _progress(total, desc):
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit="nb", dynamic_ncols=True, file=sys.stderr,
-                disable=total == 0, smoothing=0.1)
-
-
 def _save_log(root, key, text, attempt=1):
     folder = Path(root) / "grading-report" / "logs"
     try:
@@ -130,53 +113,6 @@ def _save_log(root, key, text, attempt=1):
         (folder / f"{key[0]}__{key[1]}.attempt{attempt}.log").write_text(text)
     except OSError:
         pass
-
-
-def _record_failure(root, result):
-    """Remember why a submission could not be graded (grades.csv says so until it is graded)."""
-    folder = Path(root) / "autograded" / result.student / result.lesson
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / books.RESULT_FILE).write_text(result.to_json())
-
-
-def _select(all_lessons, lessons):
-    if not lessons:
-        return all_lessons
-    unknown = [l for l in lessons if l not in all_lessons]
-    if unknown:
-        raise SelectionError(f"unknown lesson(s): {', '.join(unknown)} (lessons: {', '.join(all_lessons)})")
-    return [l for l in all_lessons if l in lessons]
-
-
-def _check_students(students, known):
-    """Every ``--student`` is a learner of the course; else ``SelectionError`` naming the nearest."""
-    unknown = [s for s in students or [] if s not in known]
-    if not unknown:
-        return
-    hints = []
-    for name in unknown:
-        near = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
-        hints.append(f"{name} (did you mean {' or '.join(near)}?)" if near else f"{name} (no learner of a similar name)")
-    raise SelectionError(f"unknown student(s): {'; '.join(hints)}. Nothing was done. The learners are those "
-                         f"with a folder in submitted/ or in the gradebook ({len(known)}).")
-
-
-def open_course(root, db_url, unsandboxed, log):
-    """The ``Course`` at ``root``, and whether its kernels will be sandboxed."""
-    from ..paths import COURSE_ROOT
-
-    root = Path(root or COURSE_ROOT).resolve()
-    config = load_config(root)           # the course's nbgrader_config.py, read once for the whole run
-    config.CourseDirectory.root = str(root)
-    db_url = db_url or config.CourseDirectory.db_url
-    config.CourseDirectory.db_url = db_url
-    sandboxed = support.require(allow_unsandboxed=unsandboxed, warn=log)
-    if not sandboxed:
-        config.GuardedExecute.sandbox = False
-    if not config.GuardedExecute.get("case_secret"):      # jobs grade in scratch courses of their own
-        config.GuardedExecute.case_secret = course_secret(root)
-    return Course(root, config, db_url, config.CourseDirectory.course_id, lesson_ids(root),
-                  IntakeLimits(config=config)), sandboxed
 
 
 class _Pools:
@@ -222,11 +158,11 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
     feedback``); ``new_gradebook``: start a new gradebook although autograded/ holds results."""
     t0 = time.time()
     course, sandboxed = open_course(root, db_url, unsandboxed, log)
-    lessons = _select(course.lessons, lessons)
+    lessons = select_lessons(course.lessons, lessons)
     pools = _Pools(course, workers, job_timeout, scheduler, sandboxed, log, insecure_cluster)
-    with safekeeping.course_lock(course.root, wait, log):
-        safekeeping.check_gradebook(course.db_url, course.course_id, course.root, allow_new=new_gradebook)
-        backup = safekeeping.GradebookBackup(config=course.config).make(course.db_url)
+    with course_lock(course.root, wait, log):
+        check_gradebook(course.db_url, course.course_id, course.root, allow_new=new_gradebook)
+        backup = GradebookBackup(config=course.config).make(course.db_url)
         run = _run(course, lessons, students, force, feedback, report, sandboxed, feedback_only, pools, log)
         run.backup = backup
     run.seconds = time.time() - t0
@@ -242,7 +178,7 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
     with Gradebook(course.db_url, course.course_id) as gb:
         roster = sorted({u.student for u in units} | {p.student for p in problems if p.student}
                         | {s.id for s in gb.students})
-    _check_students(students, roster)
+    check_students(students, roster)
     chosen = [u for u in units if u.lesson in lessons and (not students or u.student in students)]
     for problem in problems:
         if (problem.lesson in lessons or not problem.lesson) and (not students or problem.student in students):
@@ -251,13 +187,12 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
                    only_students=list(students or []), feedback_only=feedback_only)
     run.failed = {(p.student, p.lesson): p.message for p in problems if p.fatal}
     scratch = Path(tempfile.mkdtemp(prefix="attention-grade-"))
-    templates = _Templates(course, scratch)
     try:
         if not feedback_only:
-            _grade(run, course, chosen, force, feedback, templates, pools, log)
-        stale = _refresh_standings(run, course, chosen, feedback, force and feedback_only)
+            _grade(run, course, plan(course, lessons, chosen, force, scratch, log), pools, log)
+        stale = refresh(run, course, chosen, feedback, force and feedback_only)
         if stale and not run.cluster_lost:
-            _render_pages(run, course, stale, templates, pools)
+            render_pages(run, course, stale, Templates(course.db_url, course.course_id, scratch), pools)
     except KeyboardInterrupt:
         run.interrupted = True
         pools.close(at_once=True)
@@ -266,67 +201,21 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
     finally:
         pools.close()
         shutil.rmtree(scratch, ignore_errors=True)
-    _publish(run, course, report, students, log)
+    publish(run, course, report, students, log)
     return run
 
 
-class _Templates:
-    """A template gradebook per lesson (the lesson only), made when a job first needs it."""
-
-    def __init__(self, course, scratch):
-        self.course, self.scratch, self.made, self.empty = course, scratch, {}, None
-
-    def __call__(self, lesson):
-        if lesson not in self.made:
-            if self.empty is None:
-                self.empty = books.create_empty(self.course.db_url, self.course.course_id, self.scratch / "empty.db")
-            path = books.make_template(self.course.db_url, self.course.course_id, lesson,
-                                       self.scratch / f"template-{lesson}.db", self.empty)
-            self.made[lesson] = Path(path).read_bytes()
-        return self.made[lesson]
-
-
-def _grade(run, course, chosen, force, feedback, templates, pools, log):
-    """Plan the grading jobs, run them, store what they bring back."""
-    import nbformat
-    from nbgrader.api import Gradebook
-
-    books.ensure_assignments(course.root, course.config, course.db_url, run.lessons, templates.scratch, log)
-    stale = books.stored_test_mismatches(course.root, course.db_url, course.course_id, run.lessons)
-    if stale:
-        raise GradebookError("the gradebook's copy of these hidden tests differs from source/: " + "; ".join(
-            f"{lesson}: {', '.join(cells)}" for lesson, cells in stale.items())
-            + ". Nothing was graded. Store source/ again with `nbgrader generate_assignment <lesson> "
-            "--force` (or `make release`), then grade.")
-    sources = {l: (course.root / "source" / l / f"{l}.ipynb").read_bytes() for l in run.lessons}
-    lesson_hash = {l: hashlib.sha256(source).hexdigest() for l, source in sources.items()}
-    jobs, unrecorded, ledger = [], {}, AttemptLedger(course.root)
-    with Gradebook(course.db_url, course.course_id) as gb:
-        for u in chosen:
-            files = submission_files(u.notebook.parent, course.intake)
-            digest = content_hash(files)
-            if not force and books.already_graded(course.root, gb, u.student, u.lesson, digest, lesson_hash[u.lesson]):
-                continue
-            try:            # which attempt it is decides its hidden cases (attempts.py)
-                attempt = ledger.record(u.student, u.lesson, handed_in_digest(u.notebook.parent))
-            except (LedgerError, OSError) as exc:
-                unrecorded[u.student, u.lesson] = str(exc)
-                continue
-            graded_before = course.autograded(u.student, u.lesson) / f"{u.lesson}.ipynb"
-            answered = (standings.answer_digests(nbformat.read(graded_before, as_version=4))
-                        if graded_before.is_file() else {})
-            jobs.append(GradingJob(u.student, u.lesson, files, templates(u.lesson), course.config, digest,
-                                   lesson_hash[u.lesson], prior=standings.read(gb, u.lesson, u.student),
-                                   answered=answered, feedback=feedback, lesson_source=sources[u.lesson],
-                                   case_key=attempt.key(u.student, u.lesson)))
-    run.skipped = len(chosen) - len(jobs) - len(unrecorded)
+def _grade(run, course, found, pools, log):
+    """Run the planned jobs; store what each brings back as it comes."""
+    planned = {entry.job.key: entry for entry in found.jobs}
+    jobs, unrecorded = [entry.job for entry in found.jobs], found.unrecorded
+    run.skipped = found.skipped
     if run.skipped:
         log(f"{run.skipped} submission(s) already graded and unchanged: skipped (--force regrades them)")
     pool = pools.get() if jobs else None
     where = f" on the Dask cluster at {pools.args[2]}" if isinstance(pool, DaskPool) else ""
     log(f"grading {len(jobs)} submission(s) of {len(run.lessons)} lesson(s) with "
         f"{pool.workers if pool else pools.args[0]} worker(s){where}")
-    renderer = pages.renderer_digest()
     first_failures = {}
 
     def keep(job, outcome, attempt):
@@ -335,25 +224,18 @@ def _grade(run, course, chosen, force, feedback, templates, pools, log):
         if not outcome.ok:
             if outcome.log:
                 _save_log(course.root, job.key, outcome.log, attempt)
-            _record_failure(course.root, outcome.result)
+            books.record_failure(course.root, outcome.result)
             first_failures.setdefault(job.key, outcome.message or "autograde failed")
             return outcome.message or "autograde failed"
         if attempt == 2 and job.key in first_failures:
             outcome.result.first_failure = first_failures[job.key]
         try:
-            with safekeeping.deferred_interrupt():          # Ctrl-C waits for the save to end
-                now = books.save_outcome(course.root, course.db_url, course.course_id, outcome, course.config,
-                                         job.prior, job.answered)
+            with deferred_interrupt():          # Ctrl-C waits for the save to end
+                entry = planned[job.key]
+                books.save(course.root, course.db_url, course.course_id, outcome, course.config,
+                           entry.prior, entry.answered)
                 run.graded.append(job.key)
                 _note_manual(run, job.key, outcome.result)
-                started = time.process_time()
-                if outcome.feedback and outcome.feedback_digest == now.digest():
-                    notebook = outcome.autograded[f"{job.lesson}.ipynb"]
-                    pages.write(course.root, job.student, job.lesson, outcome.feedback,
-                                pages.page_digest(now.digest(), notebook, renderer))
-                    run.feedback_written += 1
-                    run.pages.add(job.key)
-                run.feedback_cpu += time.process_time() - started
             return None
         except KeyboardInterrupt:
             raise
@@ -362,7 +244,7 @@ def _grade(run, course, chosen, force, feedback, templates, pools, log):
 
     turned_down = {}
     if jobs:
-        with _progress(len(jobs), "autograde") as bar:
+        with progress(len(jobs), "autograde") as bar:
             try:
                 turned_down, run.second_attempts = run_with_second_attempt(pool, run_job, jobs, bar, keep)
             except (ClusterLost, KeyboardInterrupt) as exc:
@@ -385,95 +267,6 @@ def _note_manual(run, key, result):
         run.kept_manual[key] = result.kept_manual
     if result.changed_manual:
         run.changed_manual[key] = result.changed_manual
-
-
-def _refresh_standings(run, course, chosen, feedback, rerender):
-    """Late penalties follow every selected submission's current grades, due date and extension
-    (nbgrader's ``AssignLatePenalties`` with the course's plugin); returns the submissions whose
-    feedback page is not made from their current grades and comments (all, with ``rerender``)."""
-    from nbgrader.api import Gradebook
-
-    renderer, stale = pages.renderer_digest(), []
-    with Gradebook(course.db_url, course.course_id) as gb:
-        for u in chosen:
-            notebook = course.autograded(u.student, u.lesson) / f"{u.lesson}.ipynb"
-            if (u.student, u.lesson) in run.failed or not notebook.is_file():
-                continue
-            with safekeeping.deferred_interrupt():
-                try:
-                    standings.reassess_late_penalties(gb, course.config, u.lesson, u.student)
-                except Exception:          # not in the gradebook (graded into another one)
-                    gb.db.rollback()
-                    continue
-            if not feedback:
-                continue
-            started = time.process_time()
-            now = standings.read(gb, u.lesson, u.student)
-            digest = pages.page_digest(now.digest(), notebook.read_bytes(), renderer)
-            if rerender or pages.recorded(course.root, u.student, u.lesson) != digest:
-                stale.append((u, now))
-            elif (u.student, u.lesson) not in run.pages:
-                run.feedback_current += 1
-            run.feedback_cpu += time.process_time() - started
-    return stale
-
-
-def _render_pages(run, course, stale, templates, pools):
-    """Feedback jobs for the pages whose grades or comments changed, on the run's workers."""
-    started = time.process_time()
-    renderer = pages.renderer_digest()
-    jobs, notebooks = [], {}
-    for u, now in stale:
-        folder = course.autograded(u.student, u.lesson)
-        files = {name: (folder / name).read_bytes() for name in (f"{u.lesson}.ipynb", *NBGRADER_FILES)
-                 if (folder / name).is_file()}
-        notebooks[u.student, u.lesson] = files[f"{u.lesson}.ipynb"]
-        jobs.append(FeedbackJob(u.student, u.lesson, files, templates(u.lesson), now, course.config))
-    with _progress(len(jobs), "feedback") as bar:
-        for job, outcome in pools.get().run(run_feedback, jobs, bar):
-            if not outcome.ok:
-                run.feedback_failures.append((job.student, job.lesson, outcome.message))
-                bar.write(f"[feedback failed] {job.student} / {job.lesson}: {outcome.message}")
-                continue
-            with safekeeping.deferred_interrupt():
-                pages.write(course.root, job.student, job.lesson, outcome.feedback,
-                            pages.page_digest(outcome.digest, notebooks[job.key], renderer))
-            run.feedback_written += 1
-            run.pages.add(job.key)
-    run.feedback_cpu += time.process_time() - started
-
-
-def _publish(run, course, report, students, log):
-    """grades.csv and grades-by-learner.csv for the whole class (nbgrader's export plugin of the
-    course), the table of what was selected, the report."""
-    from nbgrader.api import Gradebook
-
-    from .export import CourseGradesExport
-
-    results = books.load_results(course.root)
-    notes = {key: f"graded on a second attempt; the first failed: {why}"
-             for key, why in run.second_attempts.items()}
-    exporter = CourseGradesExport(config=course.config)
-    exporter.log.setLevel("WARNING")
-    with Gradebook(course.db_url, course.course_id) as gb:
-        run.rows, run.lms_lessons = exporter.write(gb, course.root, run.problems, results, notes)
-    for row in run.rows:
-        if row["status"] == UNGRADABLE:
-            run.failed.setdefault((row["student"], row["lesson"]), row["note"])
-    run.students = list(dict.fromkeys(r["student"] for r in run.rows))
-    shown = [r for r in run.rows if r["lesson"] in run.lessons and (not students or r["student"] in students)]
-    if shown:
-        log("")
-        log(format_table(shown, run.lessons))
-    if report and run.rows:
-        try:
-            from ..store.report import build_report
-
-            where = build_report(course.root, course.lessons, run.rows, run.problems, list(results.values()),
-                                 sandboxed=run.sandboxed)
-            log(f"wrote the grading report: {where}")
-        except Exception as exc:  # the report never hides the grades
-            log(f"[warning] the grading report could not be written: {type(exc).__name__}: {exc}")
 
 
 def main(argv=None):

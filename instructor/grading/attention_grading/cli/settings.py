@@ -17,12 +17,12 @@ def configurables():
     from ..run.cluster_tls import ClusterTLS
     from ..steps.execute import GuardedExecute
     from .export import CourseGradesExport
-    from ..steps.feedback import FigureOutputs
+    from ..steps.figure_outputs import FigureOutputs
     from .formgrader import FormgraderCSP
     from .grade import GradingRun
     from ..hidden.conversation import ConversationLimits
     from ..run.intake import IntakeLimits
-    from ..run.safekeeping import GradebookBackup
+    from ..run.backups import GradebookBackup
 
     return [GradingRun, GradebookBackup, IntakeLimits, GuardedExecute, ConversationLimits, DaskCluster,
             ClusterTLS, FigureOutputs, CourseGradesExport, FormgraderCSP]

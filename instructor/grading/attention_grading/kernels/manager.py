@@ -34,6 +34,7 @@ from jupyter_core.utils import ensure_async
 from traitlets import default
 
 from . import sandbox
+from ..course import GRADER_FILES
 from ..paths import INSTRUCTOR_DIR
 from .sandbox import channels, support
 from .sandbox.account import kernel_account
@@ -42,7 +43,6 @@ from .sandbox.limits import BLAS_THREADS, KERNEL_MALLOC
 from .zygote_client import ForkedProcess, zygote_for
 
 # Files of the grader's that may sit in a submission folder: never copied into a kernel's.
-GRADER_FILES = ("grading-notes.json", "grading-result.json")
 
 LAUNCH_SCRIPT = Path(__file__).parent / "sandbox" / "launch.py"
 CHANNELS = "ch"        # the channels' socket paths: <folder of the connection file>/ch-<n>

@@ -2,7 +2,7 @@
 
 ``make grade --scheduler tls://HOST:8786`` (or ``c.DaskCluster.scheduler``) hands every
 grading job to the cluster's workers instead of this machine's cores. A job is self-contained
-(``jobs.GradingJob``: the submission, its lesson's template gradebook, the configuration) and its
+(``jobs.GradingJob``: the submission, its lesson's cells, the configuration) and its
 outcome comes back whole, so workers share no filesystem with the course and this process stays
 the only writer of the gradebook. What a worker runs is ``cluster_worker`` (sent by value), with
 this course's grader and reference sent once per worker; see there for the worker's side.
@@ -32,7 +32,8 @@ from traitlets import Bool, Float, Int, Unicode
 from traitlets.config import Configurable
 
 from ..errors import ClusterError
-from .jobs import FeedbackJob, FeedbackOutcome, JobOutcome
+from .feedback_jobs import FeedbackJob, FeedbackOutcome
+from .jobs import JobOutcome
 from ..paths import INSTRUCTOR_DIR
 from .wire import WireError, decode
 
@@ -339,10 +340,10 @@ def parse_reply(job, reply, max_bytes, max_header_bytes):
         outcome = decode(kind_of_outcome, reply.get("outcome"), max_bytes, max_header_bytes)
     except WireError as exc:
         return job.failure(f"a worker's answer could not be read as a grading outcome: {exc}"[:500])
-    unsafe = [name for name in outcome.feedback if _unsafe_name(name) or "/" in name]
-    if unsafe:
-        return job.failure(f"a worker's answer names feedback files outside the page's folder: {unsafe[0][:200]!r}")
     if kind_of_outcome is FeedbackOutcome:
+        unsafe = [name for name in outcome.feedback if _unsafe_name(name) or "/" in name]
+        if unsafe:
+            return job.failure(f"a worker's answer names feedback files outside the page's folder: {unsafe[0][:200]!r}")
         return outcome
     result = outcome.result
     if (result.student, result.lesson) != (job.student, job.lesson):

@@ -19,7 +19,8 @@ from multiprocessing.connection import wait
 # (attention_grading.cli.grade), nor anything that imports it: multiprocessing runs the main module
 # afresh in every worker (as __mp_main__), and runpy warns, once per worker, when a copy of it is
 # already imported ("RuntimeWarning: 'attention_grading.cli.grade' found in sys.modules ...").
-PRELOAD = ["attention_grading.run.jobs", "nbgrader.converters", "nbgrader.api", "nbgrader.preprocessors"]
+PRELOAD = ["attention_grading.run.jobs", "attention_grading.run.autograde", "attention_grading.run.feedback_jobs",
+           "nbgrader.converters", "nbgrader.api", "nbgrader.preprocessors"]
 
 
 def serve(fd):

@@ -16,14 +16,29 @@ the submission ungradable:
   cell is not restored (its stored source is the instructor's); it is reported instead, and its
   tests fail with a NameError.
 
-What was restored is recorded in the notebook's metadata for ``grading-notes.json``.
-"""
-import nbformat
-from nbgrader import utils
-from nbgrader.api import MissingEntry
-from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
+- ``RestoreKernelspec`` is nbgrader's ``OverwriteKernelspec``: the notebook's kernel is the lesson's.
 
-from ..results import NOTES_KEY
+What was restored is recorded in the notebook's metadata for ``grading-notes.json``. The lesson's
+cells come from the gradebook under plain ``nbgrader autograde``, and from the grading job under
+``make grade`` (``resources[LESSON_KEY]``, ``store.lessons.LessonBook``): the same reads, no
+gradebook in the job.
+"""
+import json
+
+import nbformat
+from nbformat.notebooknode import NotebookNode
+from nbgrader import utils
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells, OverwriteKernelspec
+
+from ..results import LESSON_KEY, NOTES_KEY
+
+
+def lesson_cells(resources):
+    """What the step reads the lesson's cells from: the job's ``LessonBook``, else the gradebook
+    nbgrader names (both are context managers)."""
+    book = resources.get(LESSON_KEY)
+    return book if book is not None else Gradebook(resources["nbgrader"]["db_url"])
 
 SCHEMA_VERSION = 3
 
@@ -54,7 +69,16 @@ class RestoreCells(OverwriteCells):
             if "nbgrader" in cell.metadata and "grade_id" not in cell.metadata["nbgrader"]:
                 del cell.metadata["nbgrader"]
         self._changed, self._known = [], None
-        nb, resources = super().preprocess(nb, resources)
+        # OverwriteCells.preprocess, with the lesson's cells read from the job when it carries them
+        self.notebook_id = resources["nbgrader"]["notebook"]
+        self.assignment_id = resources["nbgrader"]["assignment"]
+        self.db_url = resources["nbgrader"]["db_url"]
+        self.gradebook = lesson_cells(resources)
+        with self.gradebook:
+            nb, resources = super(OverwriteCells, self).preprocess(nb, resources)
+            if self.add_missing_cells:
+                nb, resources = self.add_missing_grade_cells(nb, resources)
+                nb, resources = self.add_missing_task_cells(nb, resources)
         nb.metadata.setdefault(NOTES_KEY, {})["restored_metadata"] = self._changed
         return nb, resources
 
@@ -156,3 +180,18 @@ class RestoreCells(OverwriteCells):
         if utils.is_solution(cell):  # a deleted written answer comes back empty
             cell.source = "YOUR ANSWER HERE"
         return cell
+
+
+class RestoreKernelspec(OverwriteKernelspec):
+    """nbgrader's ``OverwriteKernelspec`` (the notebook's kernel is the lesson's), reading the
+    lesson from the job when it carries it."""
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        with lesson_cells(resources) as cells:
+            kernelspec = cells.find_notebook(info["notebook"], info["assignment"]).kernelspec
+        if kernelspec is not None:
+            kernelspec = json.loads(kernelspec)
+        if kernelspec:
+            nb.metadata["kernelspec"] = kernelspec
+        return nb, resources

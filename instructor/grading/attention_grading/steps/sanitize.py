@@ -19,7 +19,8 @@ shown as text rather than dropped, so the learner's words stay readable:
 No ``javascript:``, ``vbscript:`` or ``data:`` URL survives in any attribute, however it is
 written (entities such as ``&colon;`` or ``&#106;``, tabs or newlines inside the scheme, upper
 case), nor a CSS ``url()`` or ``expression()``, nor an element ``id`` (which could stand in for
-the formgrader's own elements).
+the formgrader's own elements). Files handed in beside the notebook never reach ``autograded/``
+(``remove_handed_in_files``).
 """
 import functools
 import html
@@ -276,28 +277,3 @@ class SanitizeLearnerHTML(NbGraderPreprocessor):
             cell.source = clean(rendered(cell.source) if cell.cell_type == "markdown" else cell.source)
             cell.pop("attachments", None)         # rendered as data: URLs; never the learner's to add
         return cell, resources
-
-
-class RemoveHandedInFiles(NbGraderPreprocessor):
-    """Keep no file a learner handed in beside the notebook in ``autograded/``: the formgrader
-    serves that folder from the Jupyter server's own origin, where an HTML file would run with the
-    instructor's session. (The kernel had them: ``GuardedExecute`` copies them into its sandbox.)"""
-
-    # The grader's notes, and nbgrader's own files (release_feedback reads the submission's secret).
-    keep = ("grading-notes.json", "grading-result.json", "timestamp.txt", "submission_secret.txt")
-
-    def preprocess(self, nb, resources):
-        import os
-        import shutil
-
-        folder = (resources.get("metadata") or {}).get("path")
-        if folder and os.environ.get("NBGRADER_EXECUTION") == "autograde" and os.path.isdir(folder):
-            for name in os.listdir(folder):
-                path = os.path.join(folder, name)
-                if name.endswith(".ipynb") or name in self.keep:
-                    continue
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    os.unlink(path)
-        return nb, resources

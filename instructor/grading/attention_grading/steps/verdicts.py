@@ -6,15 +6,16 @@ A kernel decides what it prints, so:
 
 - ``ApplyVerdicts`` turns every output the kernel made in a graded code cell into a form that
   scores nothing (``cells.unscored``: a result becomes display data, an error or stderr text
-  becomes printed text), then appends the verdict the grader decided (``execute.GuardedExecute``)
+  becomes printed text), then appends the verdict the grader decided (``GuardedExecute``)
   as the cell's last output: a line on stdout when it passed, an error with the diagnosis when it
   did not. A graded cell without a verdict (it never ran) fails with the reason. It runs after
   every step that changes outputs, and writes ``grading-notes.json`` (``results.NotebookNotes``)
   beside the autograded notebook.
-- ``SaveVerdicts`` is nbgrader's ``SaveAutoGrades`` with each autograded test's score taken from
-  its verdict: full points when it passed, 0 otherwise, never from the outputs. It checks that
+- ``SaveVerdicts`` is nbgrader's ``SaveAutoGrades`` with each autograded test's score its
+  verdict: full points when it passed, 0 otherwise, never read from the outputs. It checks that
   stock ``determine_grade`` on the stored cell agrees (it does, after ``ApplyVerdicts``) and says
-  so in the log if it ever does not. Written answers keep nbgrader's own rule.
+  so in the log if it ever does not. Written answers keep nbgrader's own rule. Plain ``nbgrader
+  autograde`` runs it as a step; ``make grade``'s store (``store.grades.apply``) calls ``save``.
 """
 import json
 import os
@@ -22,11 +23,12 @@ from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor, SaveAutoGrades
+from nbgrader.utils import determine_grade
 
 from ..cells import CellPlan, error_output, grade_id, is_test, unscored
+from ..course import NOTES_FILE
 from ..results import NOT_RUN, NOTES_KEY, RAN, NotebookNotes, Verdict
 
-NOTES_FILE = "grading-notes.json"
 
 
 def verdict_output(verdict):
@@ -69,23 +71,34 @@ def verdict_points(verdict, max_points):
 class SaveVerdicts(SaveAutoGrades):
     """nbgrader's ``SaveAutoGrades``, each autograded test scored by its verdict (see above).
 
-    The verdicts come from ``resources`` (``GuardedExecute`` puts them there; ``gradebook``
-    passes those of a saved result)."""
+    The verdicts come from ``resources`` (``GuardedExecute`` puts them there under plain
+    ``nbgrader autograde``; ``store.grades.apply`` passes a job's). ``save`` does the work on a
+    gradebook that is already open (the store's); ``preprocess`` opens the one nbgrader names."""
 
     def preprocess(self, nb, resources):
+        from nbgrader.api import Gradebook
+
+        with Gradebook(resources["nbgrader"]["db_url"]) as gradebook:
+            return self.save(gradebook, nb, resources)
+
+    def save(self, gradebook, nb, resources):
+        """Score ``nb``'s graded cells (and set nbgrader's comments) in the open ``gradebook``."""
+        info = resources["nbgrader"]
+        self.notebook_id, self.assignment_id = info["notebook"], info["assignment"]
+        self.student_id, self.db_url = info["student"], info.get("db_url")
+        self.gradebook = gradebook
         self._verdicts = NotebookNotes.from_dict(resources.get(NOTES_KEY) or {}).verdicts
-        return super().preprocess(nb, resources)
+        return super(SaveAutoGrades, self).preprocess(nb, resources)       # every cell, in order
 
     def _add_score(self, cell, resources):
-        super()._add_score(cell, resources)          # nbgrader's own rule, from the stored cell
         if not is_test(cell):
-            return
+            return super()._add_score(cell, resources)          # written answers: nbgrader's own rule
         grade = self.gradebook.find_grade(grade_id(cell), self.notebook_id, self.assignment_id,
                                           self.student_id)
-        points = verdict_points(self._verdicts.get(grade_id(cell)), grade.max_score)
-        if grade.auto_score != points:
+        grade.auto_score = verdict_points(self._verdicts.get(grade_id(cell)), grade.max_score)
+        grade.needs_manual_grade = grade.manual_score is not None
+        stored, _ = determine_grade(cell, self.log)          # what the cell's outputs would score
+        if stored != grade.auto_score:
             self.log.error("The stored outputs of %s would score %s, its verdict %s: the verdict's score is "
-                           "kept", grade_id(cell), grade.auto_score, points)
-            grade.auto_score = points
-            grade.needs_manual_grade = grade.manual_score is not None
-            self.gradebook.db.commit()
+                           "kept", grade_id(cell), stored, grade.auto_score)
+        self.gradebook.db.commit()

@@ -13,10 +13,10 @@ import json
 import shutil
 from pathlib import Path
 
-from ..course import NBGRADER_FILES
+from ..course import NBGRADER_FILES, PAGE_FILE
 
-RECORD_FILE = "grading-feedback.json"
-RENDERER = ("steps/feedback.py", "steps/maths.py", "steps/sanitize.py", "steps/templates")
+RENDERER = ("steps/label_cells.py", "steps/hide_hidden_tests.py", "steps/figure_outputs.py", "steps/feedback_exporter.py",
+            "steps/maths.py", "steps/sanitize.py", "steps/csp.py", "steps/templates")
 
 
 def learner_files(folder, lesson):
@@ -49,7 +49,7 @@ def recorded(root, student, lesson):
     if not (Path(root) / "feedback" / student / lesson / f"{lesson}.html").is_file():
         return None
     try:
-        return json.loads((Path(root) / "autograded" / student / lesson / RECORD_FILE).read_text())["page"]
+        return json.loads((Path(root) / "autograded" / student / lesson / PAGE_FILE).read_text())["page"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -64,4 +64,4 @@ def write(root, student, lesson, files, digest):
     for name, data in files.items():
         if name == f"{lesson}.html" or name in NBGRADER_FILES:
             (folder / name).write_bytes(data)
-    (Path(root) / "autograded" / student / lesson / RECORD_FILE).write_text(json.dumps({"page": digest}))
+    (Path(root) / "autograded" / student / lesson / PAGE_FILE).write_text(json.dumps({"page": digest}))

@@ -1,23 +1,18 @@
 """A submission's standing in a gradebook, as plain data: its grades (the autograder's, the
 instructor's and extra credit), comments, late penalties, timestamp and extension.
 
-Jobs carry it (``jobs.GradingJob.prior``, ``jobs.FeedbackJob.standing``) to a worker's scratch
-gradebook, so that a submission is graded and its feedback rendered against the grades the
-course gradebook holds (manual grades from the formgrader included) without the course gradebook
-leaving this machine. Its ``digest`` is what a feedback page was made from: when the gradebook's
+Feedback jobs carry it (``run.feedback_jobs.FeedbackJob.standing``) to a worker's scratch
+gradebook, so that a page is rendered from the grades the course gradebook holds (manual grades
+from the formgrader included) without the course gradebook leaving this machine; the store keeps
+a submission's standing from before it is graded again (``grades.apply``: the manual grades of
+unchanged answers). Its ``digest`` is what a feedback page was made from: when the gradebook's
 standing of a submission no longer has that digest, the page is stale.
-
-``keep_confirmed_answers`` and ``reassess_late_penalties`` are the two writes the course makes on
-top of the grader's ``SaveVerdicts`` (nbgrader's ``SaveAutoGrades`` scored by verdicts) and ``AssignLatePenalties``.
 """
 import hashlib
 import json
-import logging
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Optional
-
-from nbgrader.preprocessors import AssignLatePenalties
 
 
 @dataclass
@@ -75,8 +70,6 @@ def seed(gb, standing):
     """Give ``gb`` (a job's scratch gradebook, holding the lesson) the submission ``standing``
     describes: the student with their names, the submission with its timestamp and extension,
     every grade, comment and penalty."""
-    from nbgrader.api import MissingEntry
-
     gb.update_or_create_student(standing.student, **{k: v for k, v in standing.names.items() if v is not None})
     kwargs = {"timestamp": standing.timestamp} if standing.timestamp else {}
     submission = gb.update_or_create_submission(standing.lesson, standing.student, **kwargs)
@@ -106,62 +99,3 @@ def answer_digests(nb):
     from ..cells import grade_id, is_written_answer
 
     return {grade_id(c): hashlib.sha256(c.source.encode()).hexdigest() for c in nb.cells if is_written_answer(c)}
-
-
-def keep_confirmed_answers(gb, nb, lesson, student, prior, answered):
-    """After nbgrader's ``SaveAutoGrades`` has flagged every manually graded cell for review again:
-    put back, for each written answer whose text is the one graded by hand before (``answered``,
-    its digests), the state the instructor left it in (confirmed or not, ``prior``). Returns
-    ([grade ids kept], [grade ids whose text changed since they were graded by hand])."""
-    kept, changed = [], []
-    if prior is None:
-        return kept, changed
-    now = answer_digests(nb)
-    notebook = gb.find_submission_notebook(lesson, lesson, student)
-    for grade in notebook.grades:
-        before = prior.manual(lesson, grade.name)
-        if grade.name not in now or before is None or before[0] is None:
-            continue
-        if answered.get(grade.name) == now[grade.name]:
-            grade.manual_score, grade.extra_credit, grade.needs_manual_grade = before
-            kept.append(grade.name)
-        else:
-            changed.append(grade.name)
-    gb.db.commit()
-    return kept, changed
-
-
-def reassess_late_penalties(gb, config, lesson, student):
-    """nbgrader's ``AssignLatePenalties`` (built with the course's configuration, so with its
-    ``LateSubmissionPlugin``) on one submission, against the open gradebook ``gb``: the penalty
-    follows the submission's current score, due date and extension, as ``nbgrader autograde``
-    would set it now."""
-    from nbformat.v4 import new_notebook
-
-    step = SharedGradebookPenalties(config=config, gradebook=gb)
-    step.log.setLevel(logging.WARNING)
-    step.preprocess(new_notebook(), {"nbgrader": {"notebook": lesson, "assignment": lesson,
-                                                  "student": student, "db_url": None}})
-
-
-class SharedGradebookPenalties(AssignLatePenalties):
-    """``AssignLatePenalties`` on a gradebook that is already open (one connection for the whole
-    class rather than one per submission); its plugin, and the plugin's checks, are nbgrader's."""
-
-    def __init__(self, gradebook=None, **kwargs):
-        super().__init__(**kwargs)
-        self._open = gradebook
-
-    def preprocess(self, nb, resources):
-        info = resources["nbgrader"]
-        self.init_plugin()
-        submission = self._open.find_submission(info["assignment"], info["student"])
-        notebook = self._open.find_submission_notebook(info["notebook"], info["assignment"], info["student"])
-        notebook.late_submission_penalty = None
-        if submission.total_seconds_late > 0:
-            penalty = self.plugin_inst.late_submission_penalty(info["student"], notebook.score,
-                                                               submission.total_seconds_late)
-            if penalty is not None:
-                notebook.late_submission_penalty = self._check_late_penalty(notebook, penalty)
-        self._open.db.commit()
-        return nb, resources
