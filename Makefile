@@ -58,7 +58,7 @@ feedback: $(STAMP)
 
 ## cluster-certs: the Dask cluster's certificate authority and per-role certificates (instructor/cluster-tls/)
 cluster-certs: $(STAMP)
-	$(PYTHON) -m attention_grading.run.cluster_tls $(CERT_ARGS)
+	$(PYTHON) -m attention_grading.cli.certs $(CERT_ARGS)
 
 ## formgrader: JupyterLab at the course root, for instructors (Nbgrader menu → Formgrader), learner content under a Content-Security-Policy
 formgrader: $(STAMP)

@@ -60,7 +60,7 @@ def main(argv=None):
             seconds["here", workers] = grade(root, "--workers", str(workers))
             scores["here", workers] = table(root, lessons)
             print(f"here, {workers} worker(s): {seconds['here', workers]:.1f} s", flush=True)
-        subprocess.run([sys.executable, "-m", "attention_grading.run.cluster_tls", "--root", str(root)], cwd=root,
+        subprocess.run([sys.executable, "-m", "attention_grading.cli.certs", "--root", str(root)], cwd=root,
                        env=env_for(root), check=True, capture_output=True)
         for workers in (1, 2):
             with LoopbackCluster(scratch / f"cluster-{workers}", tls=root / "instructor" / "cluster-tls") as cluster:

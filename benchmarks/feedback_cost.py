@@ -6,7 +6,7 @@ buggy, blank and broken), in one run:
 
 1. `make grade` in this process (``attention_grading.cli.grade.grade``): once the grades are
    stored, feedback jobs render each page in the workers; this process's CPU seconds
-   (``time.process_time``: workers excluded) on feedback pages (``GradeRun.feedback_cpu``: checking,
+   (``time.process_time``: workers excluded) on feedback pages (``RunRecord.feedback_cpu``: checking,
    digesting and writing them) per page, and all its CPU seconds per graded notebook (imports,
    intake, the gradebook, everything);
 2. every learner's written answer graded by hand (nbgrader's API, as the formgrader writes it),

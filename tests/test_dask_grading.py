@@ -134,7 +134,7 @@ def cluster_run(lesson01_class, tmp_path_factory):
     shutil.copytree(root / "submitted", here / "submitted")
     before = tree_hash(root / "submitted")
     out = {"root": root, "here_01": here_root, "here": here}
-    out["certificates"] = subprocess.run([sys.executable, "-m", "attention_grading.run.cluster_tls", "--root", str(root)],
+    out["certificates"] = subprocess.run([sys.executable, "-m", "attention_grading.cli.certs", "--root", str(root)],
                                          cwd=root, env=env_for(root), capture_output=True, text=True, check=True)
     # This machine grades lesson 02 meanwhile (make grade puts the lessons in the gradebooks).
     local, local_out, _ = _grade_in_background(

@@ -78,7 +78,7 @@ def test_only_what_a_learner_may_receive_reaches_feedback(tmp_path):
     pages.write(root, "alice", "01", {**files, "grading-result.json": b"{}"}, "d1")
     assert {p.name for p in (root / "feedback" / "alice" / "01").iterdir()} == set(files)
     assert pages.recorded(root, "alice", "01") == "d1"
-    assert json.loads((root / "autograded" / "alice" / "01" / pages.RECORD_FILE).read_text()) == {"page": "d1"}
+    assert json.loads((root / "autograded" / "alice" / "01" / pages.PAGE_FILE).read_text()) == {"page": "d1"}
     (root / "feedback" / "alice" / "01" / "01.html").unlink()
     assert pages.recorded(root, "alice", "01") is None            # no page: stale whatever the record
 

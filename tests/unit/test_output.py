@@ -79,9 +79,9 @@ def test_open_lessons(tmp_path):
 
 def test_the_summary_names_the_submissions_that_took_longest(tmp_path):
     """make grade's summary ends its first lines with the three longest jobs, longest first."""
-    from attention_grading.cli.grade import GradeRun
+    from attention_grading.cli.grade import RunRecord
 
-    run = GradeRun(root=tmp_path, lessons=["01"], students=["a", "b", "c", "d"])
+    run = RunRecord(root=tmp_path, lessons=["01"], students=["a", "b", "c", "d"])
     run.job_seconds = {("a", "01"): 4.2, ("b", "01"): 95.4, ("c", "01"): 12.0, ("d", "01"): 30.6}
     said = []
     output.print_summary(run, said.append)

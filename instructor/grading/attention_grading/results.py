@@ -1,13 +1,13 @@
 """The result model of grading: typed records that every later step reads, and nothing re-parses.
 
-- ``Verdict``: one hidden test, decided by the grader (``hidden_tests``) from what the kernel
+- ``Verdict``: one hidden test, decided by the grader (``hidden.decide``) from what the kernel
   returned; its ``diagnosis`` is the catalogued mistake as data, never found again in a message.
 - ``CheckResult``: one graded cell of a submission (like Otter's ``TestCaseResult``).
 - ``NotebookNotes``: what happened while a notebook ran (verdicts, crashes, hangs, restored cells),
   written by the executor and the verdict step into ``grading-notes.json``.
 - ``GradingResult``: one submission (student × lesson): scores per check, flags, failure reason,
-  timings; made by the grading job, consumed by the gradebook writer, ``grades.csv``, the table,
-  the report and the command line.
+  timings; made by the grading job (its notes), completed by the store (its checks, read back from
+  the gradebook), read by ``grades.csv``, the table, the report and the command line.
 """
 import json
 from dataclasses import asdict, dataclass, field, fields

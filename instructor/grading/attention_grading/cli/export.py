@@ -1,8 +1,8 @@
 """The course's grade export, as an nbgrader export plugin (``c.ExportApp.plugin_class`` in
 ``nbgrader_config.py``): ``nbgrader export`` and ``make grade`` write the same ``grades.csv`` and
-``grades-by-learner.csv`` (``output`` says what they hold).
+``grades-by-learner.csv`` (``store.grades_table`` says what they hold).
 
-Scores come from the gradebook (``gradebook.final_scores``: penalties and manual grades
+Scores come from the gradebook (``store.gradebook.final_scores``: penalties and manual grades
 included); learners from the gradebook (a roster imported with ``nbgrader db student import``
 gives them names and e-mails) and from ``submitted/``; why a submission could not be graded from
 what ``intake`` finds in ``submitted/`` and what the grader recorded in ``autograded/``.

@@ -68,7 +68,7 @@ class GradingRun(Configurable):
 
 
 @dataclass
-class GradeRun:
+class RunRecord:
     """What one ``make grade`` did (returned by ``grade``; the command line prints it)."""
     root: Path
     lessons: list
@@ -150,7 +150,7 @@ class _Pools:
 def grade(root=None, lessons=None, students=None, workers=None, force=False, db_url=None,
           feedback=True, report=True, job_timeout=None, unsandboxed=False, scheduler=None,
           feedback_only=False, new_gradebook=False, wait=False, insecure_cluster=False, log=print):
-    """Grade what is selected; write the class's grades.csv and report; return a ``GradeRun``.
+    """Grade what is selected; write the class's grades.csv and report; return a ``RunRecord``.
     ``workers``, ``job_timeout`` and ``scheduler`` (the address of a Dask scheduler whose workers
     grade instead of this machine: ``tls://``, with the course's certificates) override the course's
     settings (``GradingRun``, ``DaskCluster``); ``insecure_cluster`` accepts a ``tcp://`` one;
@@ -183,7 +183,7 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
     for problem in problems:
         if (problem.lesson in lessons or not problem.lesson) and (not students or problem.student in students):
             log(str(problem))
-    run = GradeRun(course.root, lessons, roster, problems=problems, sandboxed=sandboxed,
+    run = RunRecord(course.root, lessons, roster, problems=problems, sandboxed=sandboxed,
                    only_students=list(students or []), feedback_only=feedback_only)
     run.failed = {(p.student, p.lesson): p.message for p in problems if p.fatal}
     scratch = Path(tempfile.mkdtemp(prefix="attention-grade-"))

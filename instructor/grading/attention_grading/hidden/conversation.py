@@ -74,7 +74,7 @@ class Conversation:
     """The grader's side of one hidden test (see the module docstring).
 
     ``measured``: the batches whose memory the grader measures with ``meter``
-    (``sandbox.meter``): it reads the growth when the results come back, so each of those
+    (``kernels.sandbox.meter``): it reads the growth when the results come back, so each of those
     results' ``peak`` is the grader's figure; a kernel cannot report one. The meter is reset as
     such a batch goes out, unless a caller that started it already hands it over with ``resume``.
 
@@ -91,7 +91,7 @@ class Conversation:
     derived from the batches it sends; ``cases``, when given, let it time the reference on them);
     each refusal is kept, in the grader's words, as ``refusals[batch]``. What the kernel reports
     of an exception or a warning is kept ``scrubbed`` of numbers: it reaches the verdict.
-    ``kept``: which functions the probe calls (``execute.GuardedExecute``: those of the notebook
+    ``kept``: which functions the probe calls (``steps.execute.GuardedExecute``: those of the notebook
     as it was at the test's cell)."""
 
     def __init__(self, spec, reference, batches, callbacks, completed, cases_batches=None, extra=(),

@@ -6,7 +6,7 @@ kernel's own stdin channel, for calls to make: which learner function to call on
 (a loop of calls, such as a training run, is driven by the grader one batch at a time: no
 course code in the kernel, which the learner could rebind, takes part). It returns each call's output, whether the call changed its
 inputs, and the warnings the grader asked it to watch (memory is measured by the grader, outside
-the kernel: ``sandbox.meter``). Earlier graded functions that the
+the kernel: ``kernels.sandbox.meter``). Earlier graded functions that the
 tested one may call are replaced, for the duration, by stand-ins that ask the grader too (the
 grader computes them outside and decides whether to answer). Nothing here knows a case, a seed,
 an expected value or the reference: a kernel that tampers with this code can only misreport its

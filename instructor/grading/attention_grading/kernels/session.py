@@ -26,7 +26,7 @@ class KernelSession:
         self.kc, self.km = kernel_client, kernel_manager
 
     def meter(self):
-        """The memory meter of the kernel's sandbox (``sandbox.meter``)."""
+        """The memory meter of the kernel's sandbox (``kernels.sandbox.meter``)."""
         from ..kernels.sandbox.meter import meter_for
 
         return meter_for(self.km.kernel_pid())

@@ -1,6 +1,6 @@
 """The Dask cluster's certificates: only holders of the course's certificates talk to its cluster.
 
-``make cluster-certs`` (``python -m attention_grading.run.cluster_tls``) makes a certificate
+``make cluster-certs`` (``python -m attention_grading.cli.certs``) makes a certificate
 authority of the course's own and one certificate per role, signed by it, in
 ``ClusterTLS.folder`` (``instructor/cluster-tls/`` by default, never committed):
 
@@ -14,16 +14,14 @@ Dask's TLS (``distributed.security.Security``) then authenticates both ends of e
 (mutual TLS, ``require_encryption``): a scheduler, worker or client without a certificate of this
 authority is refused before it sends a message.
 """
-import argparse
 import datetime
 import os
-import sys
 from pathlib import Path
 
 from traitlets import Integer, Unicode
 from traitlets.config import Configurable
 
-from ..errors import ClusterError, exit_status
+from ..errors import ClusterError
 
 ROLES = ("scheduler", "worker", "client")
 
@@ -150,34 +148,3 @@ def security(folder, role="client"):
                            "workers with them (README: Grading a large class on a Dask cluster).")
     return Security(require_encryption=True, tls_ca_file=str(ca), **{f"tls_{role}_cert": str(cert),
                                                                        f"tls_{role}_key": str(key)})
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description="Make the Dask cluster's certificate authority and per-role "
-                                                 "certificates (scheduler, worker, client).")
-    parser.add_argument("--root", default=None, help="course folder (default: this course)")
-    parser.add_argument("--folder", default=None, help="where to write them (default: ClusterTLS.folder, "
-                                                       "instructor/cluster-tls/ of the course)")
-    parser.add_argument("--force", action="store_true", help="replace certificates that exist")
-    args = parser.parse_args(argv)
-    from ..course import load_config
-    from ..paths import COURSE_ROOT
-
-    root = Path(args.root or COURSE_ROOT).resolve()
-    settings = ClusterTLS(config=load_config(root))
-    folder = Path(args.folder).resolve() if args.folder else settings.path(root)
-    status = exit_status(lambda: make_certificates(folder, settings.days, args.force))
-    if status:
-        return status
-    print(f"""Wrote the Dask cluster's certificates to {folder}/ (valid {settings.days} days).
-Copy to the scheduler's machine: ca.pem scheduler.pem scheduler-key.pem, and start it with
-  dask scheduler --tls-ca-file ca.pem --tls-cert scheduler.pem --tls-key scheduler-key.pem --port 8786
-Copy to each worker's machine: ca.pem worker.pem worker-key.pem, and start it with
-  dask worker tls://HOST:8786 --tls-ca-file ca.pem --tls-cert worker.pem --tls-key worker-key.pem --nthreads 1
-Then grade with: make grade GRADE_ARGS="--scheduler tls://HOST:8786"
-Keep ca-key.pem and client-key.pem with you: whoever holds them can drive the cluster.""")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

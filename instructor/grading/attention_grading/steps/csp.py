@@ -1,7 +1,7 @@
 """Content-Security-Policy for every page that shows learner content: only the scripts the course
 ships run there, so markup that got past the sanitiser (``sanitize``) still runs nothing.
 
-- The feedback pages (``feedback.FeedbackExporter``) carry ``FEEDBACK_POLICY`` in a ``<meta>``
+- The feedback pages (``feedback_exporter.FeedbackExporter``) carry ``FEEDBACK_POLICY`` in a ``<meta>``
   tag, wherever they are opened (a file, a Jupyter server's ``/files/``, a learner's JupyterLab):
   scripts from the page's own origin only (files shipped beside it), no inline script, no other
   site; styles and images inline or from the same origin.

@@ -88,7 +88,7 @@ class GuardedExecute(OwnTimeLimits, Execute):
                          "wall-clock time less the time its main thread waited for a CPU that other "
                          "processes held (kernel_time.py). Each limit still ends after this many times "
                          "its length of wall-clock time.").tag(config=True)
-    fork_kernels = Bool(True, help="Fork kernels from a warm parent (kernels.py) instead of "
+    fork_kernels = Bool(True, help="Fork kernels from a warm parent (kernels/manager.py) instead of "
                         "starting each one cold.").tag(config=True)
     sandbox = Bool(True, help="Run every kernel in the operating-system sandbox. Set False only "
                    "where the machine cannot sandbox (every run then warns): learner code would "
@@ -99,7 +99,7 @@ class GuardedExecute(OwnTimeLimits, Execute):
     case_secret = Unicode("", help="The course's secret (hex) from which each submission's hidden-test "
                           "cases are drawn; default: instructor/hidden-cases.secret of the course, made "
                           "on first use (make grade passes it to every job).").tag(config=True)
-    case_key = Unicode("", help="The key of this submission's attempt (attempts.case_key), which its cases "
+    case_key = Unicode("", help="The key of this submission's attempt (cases.case_key), which its cases "
                        "are drawn from under case_secret; make grade records the attempt and passes it to "
                        "each job. Default: the attempt is recorded in the course's history/ from the "
                        "files in submitted/.").tag(config=True)

@@ -1,5 +1,5 @@
 """What ``make grade`` and ``nbgrader export`` write for people: ``grades.csv`` and
-``grades-by-learner.csv`` (the whole class; ``export.CourseGradesExport`` writes them), and the
+``grades-by-learner.csv`` (the whole class; ``cli.export.CourseGradesExport`` writes them), and the
 table ``make grade`` prints.
 
 Every score is the gradebook's final one, as nbgrader's own export computes it: the autograder's

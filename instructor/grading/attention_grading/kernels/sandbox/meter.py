@@ -2,8 +2,8 @@
 
 Points that depend on a measurement (lesson 08: memory that grows like T, not T²) are decided on a
 figure the kernel cannot touch: in a fresh kernel, the grader starts the meter before the learner's
-answer cells run (``fresh_measurement``) and reads it when each measured call's result comes back
-(``hidden_tests.Conversation``), counting the growth over what the sandbox held at the start (never
+answer cells run (``kernels.measurement``) and reads it when each measured call's result comes back
+(``hidden.conversation.Conversation``), counting the growth over what the sandbox held at the start (never
 reset in between, so each reading is the most taken since the start). Every process of the sandbox
 counts, children included. Nothing of it is in the kernel's reach: its cgroup's files are outside
 its view, and its ``/proc`` is read-only (``/proc/self/clear_refs`` cannot be written).
