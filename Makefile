@@ -12,7 +12,7 @@ LAB_ARGS ?=
 TEST_ARGS ?=
 CERT_ARGS ?=
 
-.PHONY: lab test test-all system-packages release grade feedback formgrader new-lesson cluster-certs clean
+.PHONY: lab instructor test test-all system-packages release grade feedback formgrader new-lesson cluster-certs docs clean
 
 $(STAMP): pyproject.toml constraints.txt instructor/grading/pyproject.toml src/jupyter_config/nbgrader_config.py
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
@@ -26,6 +26,11 @@ $(STAMP): pyproject.toml constraints.txt instructor/grading/pyproject.toml src/j
 ## lab: set up the environment and open JupyterLab on the lessons (notebooks/)
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 $(ROOT_FLAG) $(LAB_ARGS)
+
+## instructor: set up the environment for an instructor (the course and its grading tools), opening nothing
+instructor: $(STAMP)
+	@mkdir -p .exchange
+	@echo "Ready: make release, make grade, make formgrader; the term step by step: docs/instructor-guide.md"
 
 ## test: the quick tier (under 10 minutes): set up the environment, then every area once (a sample of each catalogue)
 test: system-packages $(STAMP)
@@ -64,6 +69,11 @@ cluster-certs: $(STAMP)
 formgrader: $(STAMP)
 	@mkdir -p .exchange
 	$(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) --ServerApp.jpserver_extensions=attention_grading.cli.formgrader=True $(LAB_ARGS)
+
+## docs: the documentation site, offline, into docs/_build/html (the settings page written again first; lesson pages run each solution once, cached)
+docs: $(STAMP)
+	$(PYTHON) -m attention_grading.cli.settings --write docs/settings.md
+	$(PYTHON) -m sphinx -W --keep-going -b html docs docs/_build/html
 
 clean:
 	rm -rf $(VENV) autograded feedback grades.csv grades-by-learner.csv grading-report gradebook.db .exchange

@@ -1,6 +1,8 @@
 """nbgrader configuration for the course; every nbgrader command run from this folder reads it,
-and ``make grade`` reads it once per run. It sets values only: loading it changes nothing else
-(no import path, no environment, no folder).
+and ``make grade`` reads it once per run. It sets values, and changes one thing besides: the
+course environment's ``bin/`` goes first on ``PATH`` when it is not there (nbgrader creates a
+gradebook by running the ``alembic`` it finds on ``PATH``), so that ``.venv/bin/nbgrader ...``
+works without activating the environment. No import path, no other variable, no folder.
 
 Layout: lessons are authored in source/<id>/<id>.ipynb; `nbgrader generate_assignment`
 writes the learners' release to notebooks/ and `nbgrader generate_solution` the solved
@@ -8,15 +10,22 @@ notebooks to solutions/. Autograding runs every kernel in an operating-system sa
 the hidden tests from the grader (instructor/grading/attention_grading, installed into the course
 environment by `make`), which holds the reference (instructor/reference); neither ever enters a
 learner's kernel. Every grading setting is a trait with its help text
-(`python -m attention_grading.cli.settings` lists them, the README's "Settings" table is made from
-that list); set them here as `c.<Class>.<name> = value`.
+(`python -m attention_grading.cli.settings` lists them; the settings page, docs/settings.md, is made
+from that list); set them here as `c.<Class>.<name> = value`.
 """
 import os
+import sys
 from pathlib import Path
 
 COURSE_ROOT = Path(__file__).resolve().parent
 
 c = get_config()  # noqa: F821  (provided by traitlets when nbgrader loads this file)
+
+# nbgrader runs the `alembic` executable found on PATH when it creates a gradebook: the one of the
+# environment running nbgrader, whether or not that environment was activated.
+_tools = os.path.dirname(sys.executable)
+if _tools not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = os.pathsep.join(filter(None, [_tools, os.environ.get("PATH", "")]))
 
 c.CourseDirectory.course_id = "attention"
 c.CourseDirectory.root = str(COURSE_ROOT)
@@ -53,11 +62,12 @@ c.GenerateSolution.preprocessors = [
 ]
 
 # Grading runs every notebook through the guarded executor (instructor/grading/attention_grading/
-# execute.py: sandboxed kernels, hidden tests driven by the grader, a verdict for every graded cell,
-# crash recovery, output caps, time limits); learners' HTML and JavaScript outputs are sanitised
-# before anything stores or shows them; then the verdicts become the only outputs that can score
-# (verdicts.py: ApplyVerdicts runs after every step that changes outputs) and the scores are saved
-# from the verdicts (SaveVerdicts, nbgrader's SaveAutoGrades scored by the grader).
+# steps/execute.py: sandboxed kernels, hidden tests driven by the grader, a verdict for every graded
+# cell, crash recovery, output caps, time limits); learners' HTML and JavaScript outputs are
+# sanitised before anything stores or shows them; then the verdicts become the only outputs that
+# can score (steps/verdicts.py: ApplyVerdicts runs after every step that changes outputs) and the
+# scores are the verdicts (SaveVerdicts, nbgrader's SaveAutoGrades scored by the grader). make grade
+# applies the same steps in its jobs and leaves the two that write the gradebook to its store.
 c.Autograde.autograde_preprocessors = [
     "attention_grading.steps.execute.GuardedExecute",
     "attention_grading.steps.well_formed_text.WellFormedText",
@@ -76,12 +86,13 @@ c.Autograde.autograde_preprocessors = [
 # gets at most 600 s.
 c.Execute.timeout = 30
 c.GuardedExecute.notebook_timeout = 600
-# make grade on a Dask cluster's workers instead of this machine (see the README).
+# make grade on a Dask cluster's workers instead of this machine (see docs/instructor-guide.md).
 c.DaskCluster.scheduler = os.environ.get("ATTENTION_DASK_SCHEDULER", "")
 # Restore deleted or altered test cells, and every graded cell's nbgrader metadata, from the
-# gradebook instead of "needs manual grading" (restore.py); metadata nbgrader cannot read is dropped
-# first. Before anything, every lone UTF-16 surrogate a notebook's JSON may hold becomes U+FFFD
-# (learner_text.py), and again once the kernel added its outputs: any text is graded.
+# gradebook instead of "needs manual grading" (steps/restore.py; make grade's jobs read the lesson's
+# cells from the job); metadata nbgrader cannot read is dropped first. Before anything, every lone
+# UTF-16 surrogate a notebook's JSON may hold becomes U+FFFD (steps/well_formed_text.py), and again
+# once the kernel added its outputs: any text is graded.
 c.Autograde.sanitize_preprocessors = [
     "attention_grading.steps.well_formed_text.WellFormedText",
     "nbgrader.preprocessors.ClearOutput",

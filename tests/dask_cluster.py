@@ -4,8 +4,9 @@ its worker and every grading process under it).
 
 The workers run from a folder of their own with no ``PYTHONPATH``: they have the course
 environment and nothing of this repository, as on a cluster's machines. With ``tls`` (a folder of
-certificates made by ``make cluster-certs``, ``attention_grading.run.cluster_tls``) every process is
-started as the README says, with its role's certificate (mutual TLS); without, on plain tcp://.
+certificates made by ``make cluster-certs``, ``attention_grading.cli.certs``) every process is
+started as the instructor's guide (docs/instructor-guide.md) says, with its role's certificate
+(mutual TLS); without, on plain tcp://.
 The scheduler listens on a port the system chooses (``--port 0``) and writes the address it
 listens on into its scheduler file once it does: nothing else can take the port in between.
 """
@@ -73,7 +74,7 @@ class LoopbackCluster:
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 
     def add_worker(self, name, *extra, tls="course", address=None, **env):
-        """A ``dask worker`` (with its nanny), as the README starts one. ``tls``: "course" (the
+        """A ``dask worker`` (with its nanny), as the instructor's guide starts one. ``tls``: "course" (the
         course's worker certificate, when the cluster has them), a folder of other certificates,
         or None; ``address``: the scheduler's, if not ours; ``extra``: more options; ``env``:
         extra variables."""

@@ -1,7 +1,8 @@
 """The Dask cluster answers only the instructor, and nothing a worker sends runs in make grade.
 
-A real cluster on loopback (tests/dask_cluster.py) started as the README says, with the course's
-certificates made by ``make cluster-certs``'s command (mutual TLS). Around it:
+A real cluster on loopback (tests/dask_cluster.py) started as the instructor's guide
+(docs/instructor-guide.md) says, with the course's certificates made by ``make cluster-certs``'s
+command (mutual TLS). Around it:
 
 - clients that are not the instructor's: none, another authority's certificate, plain tcp://;
 - workers that are not the instructor's: another authority's certificate, none at all, plain

@@ -112,13 +112,14 @@ def test_the_wheel_carries_lesson_09s_text(wheel):
 LESSON_PACKAGES = {"numpy", "matplotlib", "ipywidgets", "tqdm", "jupyterlab", "notebook", "nbgrader",
                    "jsonschema"}
 INSTRUCTOR_TOOLS = {"pytest", "nbval", "playwright", "psycopg2-binary", "scipy", "distributed", "dask", "latex2mathml",
-                    "cryptography", "pyseccomp", "nh3", "jinja2", "html5lib"}
+                    "cryptography", "pyseccomp", "nh3", "jinja2", "html5lib", "sphinx", "myst-nb", "furo"}
 
 
 def test_learner_install_brings_the_lessons_packages_and_the_extra_the_tools(wheel):
-    """`pip install .` requires what the lessons need and nothing else; pytest, nbval, Playwright,
-    psycopg2, scipy, Dask (distributed, dask), latex2mathml, cryptography, pyseccomp, nh3, Jinja2
-    and html5lib come only with `pip install .[instructor]`; each as pyproject.toml asks."""
+    """`pip install .` requires what the lessons need and nothing else; the tests' and grading's
+    tools (pytest, nbval, Playwright, psycopg2, scipy, Dask, latex2mathml, cryptography, the
+    sandbox's and the sanitiser's libraries) and the documentation site's (Sphinx, myst-nb, furo)
+    come only with `pip install .[instructor]`; each as pyproject.toml asks."""
     import email
     import tomllib
 

@@ -3,7 +3,8 @@
 Every WRONG entry of tests/catalogue/ runs through the visible checks of its function, in this
 process (tests/visible_checks.py): it must be caught (a check fails) and named (the message holds
 the words of its true mistake, ``DIAGNOSES`` in the catalogue, and not those of another mistake).
-The figures are printed (``pytest -s tests/test_visible_checks.py``) and recorded in the README.
+The figures are printed (``pytest -s tests/test_visible_checks.py``) and recorded in the learner's
+guide (docs/learner-guide.md).
 Every CORRECT entry must pass, except the few a check rightly rejects (``VISIBLE_COMPLAINTS``,
 each with its reason); a correct later function is never blamed for an earlier one's mistake.
 """
@@ -17,7 +18,7 @@ import catalogue
 from conftest import ROOT, lesson_ids
 from visible_checks import Outcome, layout, named, run_visible_checks
 
-README_START, README_END = "<!-- visible-checks:start -->", "<!-- visible-checks:end -->"
+FIGURES_START, FIGURES_END = "<!-- visible-checks:start -->", "<!-- visible-checks:end -->"
 
 
 def catalogue_table():
@@ -83,12 +84,12 @@ def test_every_wrong_entry_has_the_words_of_its_diagnosis():
             assert not stale, f"{lesson}: DIAGNOSES names entries that do not exist: {function}: {stale}"
 
 
-def test_figures_are_printed_and_match_the_readme(wrong_outcomes):
+def test_figures_are_printed_and_match_the_learners_guide(wrong_outcomes):
     table = _table(wrong_outcomes)
     print("\nVisible checks on the catalogue's wrong answers:\n" + table)
-    readme = (ROOT / "README.md").read_text()
-    recorded = readme[readme.index(README_START) + len(README_START):readme.index(README_END)].strip()
-    assert recorded == table, f"README.md records other figures; paste these between the markers:\n{table}"
+    guide = (ROOT / "docs" / "learner-guide.md").read_text()
+    recorded = guide[guide.index(FIGURES_START) + len(FIGURES_START):guide.index(FIGURES_END)].strip()
+    assert recorded == table, f"docs/learner-guide.md records other figures; paste these between the markers:\n{table}"
 
 
 @pytest.mark.parametrize("lesson", lesson_ids())

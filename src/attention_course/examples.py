@@ -1,6 +1,6 @@
 """The course's worked examples, returned as fresh float64 arrays.
 
-They come from five articles on attention, credited in lesson 01 and in the README:
+They come from five articles on attention, credited in lesson 01 and on the lessons page (docs/lessons/index.md):
 
 - "How Does a Token Read Its Context?" (First Principles of LLMs & RL, article 06): the
   three-position example, the index cards, raw mixing against softmax;

@@ -1,5 +1,5 @@
 """settings: every grading setting declared once (a trait with its help), read from the course's
-one configuration, listed in the README from that declaration; loading the configuration changes
+one configuration, listed on the settings page (docs/settings.md) from that declaration; loading the configuration changes
 nothing else."""
 import os
 import shutil
@@ -11,12 +11,12 @@ from attention_grading.course import load_config
 from conftest import ROOT
 
 
-def test_the_readme_lists_every_setting_as_declared():
-    """The README's settings block is what ``python -m attention_grading.cli.settings`` prints; to
-    refresh it: ``.venv/bin/python -m attention_grading.cli.settings --write README.md``."""
-    readme = (ROOT / "README.md").read_text()
-    assert settings.with_table(readme) == readme, \
-        "README.md's settings table is stale: run .venv/bin/python -m attention_grading.cli.settings --write README.md"
+def test_the_settings_page_lists_every_setting_as_declared():
+    """The settings page's block is what ``python -m attention_grading.cli.settings`` prints; to
+    refresh it: ``make docs`` (or ``--write docs/settings.md``)."""
+    page = (ROOT / "docs" / "settings.md").read_text()
+    assert settings.with_table(page) == page, \
+        "docs/settings.md's settings table is stale: run make docs (it writes the table again)"
 
 
 def test_every_setting_has_help_and_a_value():
@@ -26,13 +26,20 @@ def test_every_setting_has_help_and_a_value():
             assert len(trait.help.split()) >= 3, f"{cls.__name__}.{name} has no help text"
 
 
-def test_loading_the_configuration_changes_no_global_state(tmp_path):
-    """Reading nbgrader_config.py leaves sys.path, the environment and the course folder as they were."""
+def test_loading_the_configuration_changes_no_global_state(tmp_path, monkeypatch):
+    """Reading nbgrader_config.py leaves sys.path, the environment and the course folder as they
+    were, but for one thing: the environment's ``bin/`` goes first on a PATH that lacks it (nbgrader
+    runs the ``alembic`` found there to create a gradebook), once."""
     shutil.copy(ROOT / "nbgrader_config.py", tmp_path / "nbgrader_config.py")
+    tools = os.path.dirname(sys.executable)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
     path, environment = list(sys.path), dict(os.environ)
     config = load_config(tmp_path)
     assert config.CourseDirectory.course_id == "attention"
-    assert sys.path == path and dict(os.environ) == environment
+    assert os.environ["PATH"] == f"{tools}:/usr/bin:/bin"
+    assert sys.path == path and dict(os.environ, PATH="/usr/bin:/bin") == environment
+    load_config(tmp_path)
+    assert os.environ["PATH"] == f"{tools}:/usr/bin:/bin"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nbgrader_config.py"]
 
 

@@ -1,9 +1,16 @@
 """Every grading setting, in one list: the configurable classes whose traits (with their help
 text) are the course's settings, set in ``nbgrader_config.py`` as ``c.<Class>.<name> = value``.
 
+<<<<<<< HEAD:instructor/grading/attention_grading/cli/settings.py
 ``python -m attention_grading.cli.settings`` prints them as the Markdown table the README holds
 between ``<!-- settings:start -->`` and ``<!-- settings:end -->``; ``--write README.md`` puts it
 there (a test fails when the README's copy is stale).
+=======
+``python -m attention_grading.cli.settings`` prints them as the Markdown table the documentation's
+settings page (``docs/settings.md``) holds between ``<!-- settings:start -->`` and
+``<!-- settings:end -->``; ``--write docs/settings.md`` puts it there (``make docs`` does, and a
+test fails when the page's copy is stale).
+>>>>>>> main:instructor/grading/attention_grading/settings.py
 """
 import argparse
 import re
@@ -85,7 +92,7 @@ BLOCK = re.compile(r"(<!-- settings:start -->\n)(?:.*?\n)?(<!-- settings:end -->
 
 
 def with_table(text):
-    """``text`` (a README) with its settings block replaced by the current table."""
+    """``text`` (a Markdown page) with its settings block replaced by the current table."""
     if not BLOCK.search(text):
         raise ValueError("no <!-- settings:start --> ... <!-- settings:end --> block")
     return BLOCK.sub(lambda m: m.group(1) + markdown() + "\n" + m.group(2), text)
@@ -93,7 +100,7 @@ def with_table(text):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", metavar="README", help="replace the settings block of this file")
+    parser.add_argument("--write", metavar="FILE", help="replace the settings block of this file (docs/settings.md)")
     args = parser.parse_args(argv)
     if args.write:
         path = Path(args.write)

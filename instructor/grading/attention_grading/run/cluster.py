@@ -364,7 +364,7 @@ def check_address(address, insecure):
             f"refused to grade on {address}: a {scheme}:// scheduler is neither authenticated nor "
             "encrypted, so anyone who reaches it could run code on its workers or send back a forged "
             "grade. Nothing was graded. Make the course's certificates (`make cluster-certs`), start "
-            "the scheduler and workers with them and pass tls://HOST:PORT (README: Grading a large "
+            "the scheduler and workers with them and pass tls://HOST:PORT (docs/instructor-guide.md: Grading a large "
             "class on a Dask cluster), or pass --insecure-cluster to accept the risk.")
     return scheme
 

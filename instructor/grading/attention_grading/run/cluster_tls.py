@@ -145,6 +145,6 @@ def security(folder, role="client"):
     if missing:
         raise ClusterError(f"the Dask cluster's TLS certificates are missing ({', '.join(map(str, missing))}). "
                            "Nothing was graded. Make them with `make cluster-certs` and start the scheduler and "
-                           "workers with them (README: Grading a large class on a Dask cluster).")
+                           "workers with them (docs/instructor-guide.md: Grading a large class on a Dask cluster).")
     return Security(require_encryption=True, tls_ca_file=str(ca), **{f"tls_{role}_cert": str(cert),
                                                                        f"tls_{role}_key": str(key)})

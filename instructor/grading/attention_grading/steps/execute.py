@@ -94,7 +94,7 @@ class GuardedExecute(OwnTimeLimits, Execute):
                    "where the machine cannot sandbox (every run then warns): learner code would "
                    "run with the grader's rights.").tag(config=True)
     sandbox_limits = Dict(help="Values for the sandbox's limits (sandbox.limits.Limits: memory_bytes, "
-                          "cpu_seconds, ...; the README's settings table lists each), e.g. "
+                          "cpu_seconds, ...; the settings page, docs/settings.md, lists each), e.g. "
                           "{'memory_bytes': 2 << 30}.").tag(config=True)
     case_secret = Unicode("", help="The course's secret (hex) from which each submission's hidden-test "
                           "cases are drawn; default: instructor/hidden-cases.secret of the course, made "

@@ -1,4 +1,4 @@
-"""The operating-system sandbox every graded kernel runs in (see the README's trust section).
+"""The operating-system sandbox every graded kernel runs in (see docs/trust.md).
 
 ``policy.make`` says what a kernel may read, write, bind and use; ``spawn.fork_sandboxed``
 (forked kernels) and ``launch`` (cold kernels) start it as PID 1 of its own namespaces, where

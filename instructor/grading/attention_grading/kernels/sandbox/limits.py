@@ -16,7 +16,7 @@ def _limit(default, help):
 class Limits:
     """What a kernel and the processes it starts may use: a typed settings object of the standard
     library only (the sandbox code runs in a bare Python too), set in nbgrader_config.py as
-    ``c.GuardedExecute.sandbox_limits = {"memory_bytes": ...}``; the README's settings table is
+    ``c.GuardedExecute.sandbox_limits = {"memory_bytes": ...}``; the settings page (docs/settings.md) is
     made from these fields and their help."""
 
     memory_bytes: int = _limit(4 << 30, "Address space of each process of a kernel (RLIMIT_AS), in bytes.")

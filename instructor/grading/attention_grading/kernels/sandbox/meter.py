@@ -14,7 +14,7 @@ its view, and its ``/proc`` is read-only (``/proc/self/clear_refs`` cannot be wr
 - no cgroup (the grader could not make one): the resident sets of the sandbox's processes (the
   kernel is PID 1 of its namespace: every process in it descends from it), ``clear_refs`` 5 to
   reset each peak (``VmHWM``), ``VmRSS`` as the baseline. A child that ends before the call
-  returns is not counted there (README, residual risks).
+  returns is not counted there (docs/trust.md, residual risks).
 """
 import os
 
