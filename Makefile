@@ -47,32 +47,32 @@ system-packages:
 ## release: regenerate notebooks/ (learners) and solutions/ from source/
 release: $(STAMP)
 	@mkdir -p .exchange
-	$(PYTHON) -m attention_grading.release
+	$(PYTHON) -m attention_grading.cli.release
 
 ## grade: autograde submitted/ (here, or on a Dask cluster: GRADE_ARGS="--scheduler tls://HOST:8786"), write feedback/, grades.csv and grades-by-learner.csv, print a table per student
 grade: $(STAMP)
-	$(PYTHON) -m attention_grading.grade $(GRADE_ARGS)
+	$(PYTHON) -m attention_grading.cli.grade $(GRADE_ARGS)
 
 ## new-lesson: scaffold a lesson (NAME=09_example, FUNCTION=its first graded function): source notebook, spec, reference, catalogue
 new-lesson: $(STAMP)
-	$(PYTHON) -m attention_grading.scaffold $(NAME) $(if $(FUNCTION),--function $(FUNCTION))
+	$(PYTHON) -m attention_grading.cli.scaffold $(NAME) $(if $(FUNCTION),--function $(FUNCTION))
 
 ## feedback: render again the feedback pages whose grades, comments or late penalties changed (after manual grading)
 feedback: $(STAMP)
-	$(PYTHON) -m attention_grading.grade --feedback-only $(GRADE_ARGS)
+	$(PYTHON) -m attention_grading.cli.grade --feedback-only $(GRADE_ARGS)
 
 ## cluster-certs: the Dask cluster's certificate authority and per-role certificates (instructor/cluster-tls/)
 cluster-certs: $(STAMP)
-	$(PYTHON) -m attention_grading.cluster_tls $(CERT_ARGS)
+	$(PYTHON) -m attention_grading.cli.certs $(CERT_ARGS)
 
 ## formgrader: JupyterLab at the course root, for instructors (Nbgrader menu → Formgrader), learner content under a Content-Security-Policy
 formgrader: $(STAMP)
 	@mkdir -p .exchange
-	$(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) --ServerApp.jpserver_extensions=attention_grading.formgrader_csp=True $(LAB_ARGS)
+	$(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) --ServerApp.jpserver_extensions=attention_grading.cli.formgrader=True $(LAB_ARGS)
 
 ## docs: the documentation site, offline, into docs/_build/html (the settings page written again first; lesson pages run each solution once, cached)
 docs: $(STAMP)
-	$(PYTHON) -m attention_grading.settings --write docs/settings.md
+	$(PYTHON) -m attention_grading.cli.settings --write docs/settings.md
 	$(PYTHON) -m sphinx -W --keep-going -b html docs docs/_build/html
 
 clean:

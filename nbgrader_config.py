@@ -10,7 +10,7 @@ notebooks to solutions/. Autograding runs every kernel in an operating-system sa
 the hidden tests from the grader (instructor/grading/attention_grading, installed into the course
 environment by `make`), which holds the reference (instructor/reference); neither ever enters a
 learner's kernel. Every grading setting is a trait with its help text
-(`python -m attention_grading.settings` lists them; the settings page, docs/settings.md, is made
+(`python -m attention_grading.cli.settings` lists them; the settings page, docs/settings.md, is made
 from that list); set them here as `c.<Class>.<name> = value`.
 """
 import os
@@ -62,21 +62,22 @@ c.GenerateSolution.preprocessors = [
 ]
 
 # Grading runs every notebook through the guarded executor (instructor/grading/attention_grading/
-# execute.py: sandboxed kernels, hidden tests driven by the grader, a verdict for every graded cell,
-# crash recovery, output caps, time limits); learners' HTML and JavaScript outputs are sanitised
-# before anything stores or shows them; then the verdicts become the only outputs that can score
-# (verdicts.py: ApplyVerdicts runs after every step that changes outputs) and the scores are saved
-# from the verdicts (SaveVerdicts, nbgrader's SaveAutoGrades scored by the grader).
+# steps/execute.py: sandboxed kernels, hidden tests driven by the grader, a verdict for every graded
+# cell, crash recovery, output caps, time limits); learners' HTML and JavaScript outputs are
+# sanitised before anything stores or shows them; then the verdicts become the only outputs that
+# can score (steps/verdicts.py: ApplyVerdicts runs after every step that changes outputs) and the
+# scores are the verdicts (SaveVerdicts, nbgrader's SaveAutoGrades scored by the grader). make grade
+# applies the same steps in its jobs and leaves the two that write the gradebook to its store.
 c.Autograde.autograde_preprocessors = [
-    "attention_grading.execute.GuardedExecute",
-    "attention_grading.learner_text.WellFormedText",
+    "attention_grading.steps.execute.GuardedExecute",
+    "attention_grading.steps.well_formed_text.WellFormedText",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "attention_grading.sanitize.SanitizeLearnerHTML",
-    "attention_grading.sanitize.RemoveHandedInFiles",
-    "attention_grading.verdicts.ApplyVerdicts",
-    "attention_grading.verdicts.SaveVerdicts",
+    "attention_grading.steps.sanitize.SanitizeLearnerHTML",
+    "attention_grading.steps.remove_handed_in_files.RemoveHandedInFiles",
+    "attention_grading.steps.verdicts.ApplyVerdicts",
+    "attention_grading.steps.verdicts.SaveVerdicts",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
@@ -88,16 +89,17 @@ c.GuardedExecute.notebook_timeout = 600
 # make grade on a Dask cluster's workers instead of this machine (see docs/instructor-guide.md).
 c.DaskCluster.scheduler = os.environ.get("ATTENTION_DASK_SCHEDULER", "")
 # Restore deleted or altered test cells, and every graded cell's nbgrader metadata, from the
-# gradebook instead of "needs manual grading" (restore.py); metadata nbgrader cannot read is dropped
-# first. Before anything, every lone UTF-16 surrogate a notebook's JSON may hold becomes U+FFFD
-# (learner_text.py), and again once the kernel added its outputs: any text is graded.
+# gradebook instead of "needs manual grading" (steps/restore.py; make grade's jobs read the lesson's
+# cells from the job); metadata nbgrader cannot read is dropped first. Before anything, every lone
+# UTF-16 surrogate a notebook's JSON may hold becomes U+FFFD (steps/well_formed_text.py), and again
+# once the kernel added its outputs: any text is graded.
 c.Autograde.sanitize_preprocessors = [
-    "attention_grading.learner_text.WellFormedText",
+    "attention_grading.steps.well_formed_text.WellFormedText",
     "nbgrader.preprocessors.ClearOutput",
-    "attention_grading.restore.DropUnreadableMetadata",
+    "attention_grading.steps.restore.DropUnreadableMetadata",
     "nbgrader.preprocessors.DeduplicateIds",
-    "nbgrader.preprocessors.OverwriteKernelspec",
-    "attention_grading.restore.RestoreCells",
+    "attention_grading.steps.restore.RestoreKernelspec",
+    "attention_grading.steps.restore.RestoreCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 c.RestoreCells.add_missing_cells = True
@@ -107,16 +109,16 @@ c.LimitOutput.max_traceback = 60
 # Feedback names each check, its points and its diagnosis, never the hidden test source.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
-    "attention_grading.feedback.LabelGradedCells",
-    "attention_grading.feedback.HideHiddenTests",
-    "attention_grading.sanitize.SanitizeLearnerHTML",
-    "attention_grading.feedback.FigureOutputs",
+    "attention_grading.steps.label_cells.LabelGradedCells",
+    "attention_grading.steps.hide_hidden_tests.HideHiddenTests",
+    "attention_grading.steps.sanitize.SanitizeLearnerHTML",
+    "attention_grading.steps.figure_outputs.FigureOutputs",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # The feedback page names each check and shows unmarked written answers as awaiting manual
 # grading (templates/attention_feedback), formulas as MathML (no script: it reads offline); set
 # on GenerateFeedback only, so the formgrader keeps its own pages.
-c.GenerateFeedback.exporter_class = "attention_grading.feedback.FeedbackExporter"
+c.GenerateFeedback.exporter_class = "attention_grading.steps.feedback_exporter.FeedbackExporter"
 
 # Late submissions: each lesson's due date is nbgrader's own (`nbgrader db assignment add <lesson>
 # --duedate "2026-11-01 17:00:00 UTC"`, or the formgrader's Manage Assignments), extensions are
@@ -128,4 +130,4 @@ c.LateSubmissionPlugin.penalty_method = "none"
 # `nbgrader export` and `make grade` write the same grades.csv and grades-by-learner.csv (the file
 # for a learning-management system): the gradebook's final scores, names from the roster
 # (`nbgrader db student import roster.csv`), why a submission could not be graded.
-c.ExportApp.plugin_class = "attention_grading.export.CourseGradesExport"
+c.ExportApp.plugin_class = "attention_grading.cli.export.CourseGradesExport"

@@ -1,7 +1,7 @@
 """Grading throughput on a Dask cluster on loopback against this machine's own pool.
 
 Builds the synthetic class of grading_speed.py (default 12 learners x lessons 01 and 02), then
-grades it (once to warm up, then) four ways with `python -m attention_grading.grade --force --no-feedback
+grades it (once to warm up, then) four ways with `python -m attention_grading.cli.grade --force --no-feedback
 --no-report`: here with 1 and 2 workers, and with `--scheduler` on a loopback cluster
 (tests/dask_cluster.py: a `dask scheduler`, workers of one thread each, no repository on their
 path, all with the course's TLS certificates, made as `make cluster-certs` makes them) of 1 and 2
@@ -30,7 +30,7 @@ from grading_speed import build, env_for, nbgrader, table  # noqa: E402
 
 def grade(root, *args):
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "attention_grading.grade", "--root", str(root), "--force",
+    done = subprocess.run([sys.executable, "-m", "attention_grading.cli.grade", "--root", str(root), "--force",
                            "--no-feedback", "--no-report", *args], cwd=root, env=env_for(root),
                           capture_output=True, text=True)
     seconds = time.perf_counter() - started
@@ -60,7 +60,7 @@ def main(argv=None):
             seconds["here", workers] = grade(root, "--workers", str(workers))
             scores["here", workers] = table(root, lessons)
             print(f"here, {workers} worker(s): {seconds['here', workers]:.1f} s", flush=True)
-        subprocess.run([sys.executable, "-m", "attention_grading.cluster_tls", "--root", str(root)], cwd=root,
+        subprocess.run([sys.executable, "-m", "attention_grading.cli.certs", "--root", str(root)], cwd=root,
                        env=env_for(root), check=True, capture_output=True)
         for workers in (1, 2):
             with LoopbackCluster(scratch / f"cluster-{workers}", tls=root / "instructor" / "cluster-tls") as cluster:

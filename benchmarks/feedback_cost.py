@@ -4,10 +4,11 @@ rendering it there as `make grade` used to (stock GenerateFeedback in the main p
 On the synthetic class of benchmarks/grading_speed.py (default 20 learners × lesson 01, correct,
 buggy, blank and broken), in one run:
 
-1. `make grade` in this process (``attention_grading.grade.grade``): the grading jobs render each
-   page in the workers; this process's CPU seconds (``time.process_time``: workers excluded) on
-   feedback pages (``GradeRun.feedback_cpu``: checking, digesting and writing them) per page, and
-   all its CPU seconds per graded notebook (imports, intake, the gradebook, everything);
+1. `make grade` in this process (``attention_grading.cli.grade.grade``): once the grades are
+   stored, feedback jobs render each page in the workers; this process's CPU seconds
+   (``time.process_time``: workers excluded) on feedback pages (``RunRecord.feedback_cpu``: checking,
+   digesting and writing them) per page, and all its CPU seconds per graded notebook (imports,
+   intake, the gradebook, everything);
 2. every learner's written answer graded by hand (nbgrader's API, as the formgrader writes it),
    then `make feedback` (``--feedback-only``): the pages whose grades changed, rendered by
    feedback jobs in the workers; this process's CPU seconds on pages per page, and in all;
@@ -62,7 +63,7 @@ def stock_feedback(root, lesson, students):
     """Stock GenerateFeedback with the course's configuration, in this process, one page each."""
     from nbgrader.converters import GenerateFeedback
 
-    from attention_grading.jobs import coursedir_for
+    from attention_grading.run.feedback_jobs import coursedir_for
     from attention_grading.course import load_config
 
     config = load_config(root)
@@ -86,7 +87,7 @@ def main(argv=None):
     import warnings
 
     from attention_grading.course import environment_tools_on_path
-    from attention_grading.grade import grade
+    from attention_grading.cli.grade import grade
 
     environment_tools_on_path()
     warnings.filterwarnings("ignore")

@@ -8,8 +8,8 @@ answers put in its solution cell), blank (the release) and broken (invalid JSON)
    notebook at a time), with each kernel started cold as nbgrader does
    (`--GuardedExecute.fork_kernels=False`; the course's preprocessors otherwise, so that the
    scores can be compared);
-2. ours: `python -m attention_grading.grade --no-feedback --no-report` (N workers, kernels
-   forked from a warm parent into the sandbox: attention_grading.kernels);
+2. ours: `python -m attention_grading.cli.grade --no-feedback --no-report` (N workers, kernels
+   forked from a warm parent into the sandbox: attention_grading.kernels.manager);
 3. the floor: start a kernel cold and execute the same notebook with nbclient (with
    NBGRADER_EXECUTION=autograde, as under nbgrader), for a sample of each kind per lesson,
    weighted by how many of each kind the class has.
@@ -169,11 +169,11 @@ def main(argv=None):
     print(f"stock nbgrader autograde (sequential): {stock_seconds:8.1f} s  {n / stock_seconds:.3f} nb/s")
 
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "attention_grading.grade", "--root", str(ours),
+    done = subprocess.run([sys.executable, "-m", "attention_grading.cli.grade", "--root", str(ours),
                            "--workers", str(args.workers), "--no-feedback", "--no-report", "--force"],
                           cwd=ours, env=env_for(ours), stdout=subprocess.PIPE, text=True)  # its progress bar shows
     ours_seconds = time.perf_counter() - start
-    print(f"attention_grading.grade ({args.workers} workers):  {ours_seconds:8.1f} s  {n / ours_seconds:.3f} nb/s")
+    print(f"attention_grading.cli.grade ({args.workers} workers):  {ours_seconds:8.1f} s  {n / ours_seconds:.3f} nb/s")
 
     theirs, mine = table(stock, lessons), table(ours, lessons)
     gradable = {key: value for key, value in theirs.items() if kinds[key[1], key[0]] != "broken"}

@@ -3,7 +3,7 @@ tests/test_kernels.py proves in kind, not in time):
 - a cell that sleeps, limit 2 s of the kernel's own time: from the cell's start to its reply;
 - a kernel that swallows every interrupt, limit 1 s: from sending the cell until the grader gives
   up on its last outputs (its limit, then nbclient's short wait, ``AFTER_INTERRUPT``);
-- a kernel that stopped answering: how long ``KernelRecovery._responsive`` takes to say so.
+- a kernel that stopped answering: how long ``kernels.recovery.responsive`` takes to say so.
 Each in a sandboxed kernel forked as grading forks them. Not a timed test: it prints the figures.
 
 Usage: python benchmarks/interrupts.py [--repeats 3]
@@ -35,9 +35,8 @@ def clients():
     kernels are sandboxed and forked as ``GuardedExecute`` makes them."""
     from nbclient import NotebookClient
 
-    from attention_grading.kernel_time import OwnTimeLimits
-    from attention_grading.kernels import SandboxedKernelManager, SandboxRequest
-    from attention_grading.recovery import KernelRecovery
+    from attention_grading.kernels.kernel_time import OwnTimeLimits
+    from attention_grading.kernels.manager import SandboxedKernelManager, SandboxRequest
 
     class Manager(SandboxedKernelManager):
         def __init__(self, **kwargs):
@@ -50,10 +49,7 @@ def clients():
     class Client(OwnTimeLimits, NotebookClient):
         time_stretch = 10
 
-    class Recovering(KernelRecovery, Client):
-        pass
-
-    return Manager, Client, Recovering
+    return Manager, Client
 
 
 def sleeping_cell(folder):
@@ -62,7 +58,7 @@ def sleeping_cell(folder):
 
     from notebook_tools import execute
 
-    Manager, Client, _ = clients()
+    Manager, Client = clients()
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SLEEPS)])
     client = Client(nb, timeout=2, kernel_name="python3", kernel_manager_class=Manager, interrupt_on_timeout=True,
                     allow_errors=True, record_timing=True, resources={"metadata": {"path": folder}})
@@ -79,7 +75,7 @@ def swallowed_interrupt(folder):
 
     from notebook_tools import execute
 
-    Manager, Client, _ = clients()
+    Manager, Client = clients()
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SWALLOWS_INTERRUPTS)])
     client = Client(nb, timeout=1, iopub_timeout=30, raise_on_iopub_timeout=True, interrupt_on_timeout=True,
                     error_on_timeout={"ename": "CellTimeoutError", "evalue": "", "traceback": []},
@@ -94,16 +90,18 @@ def swallowed_interrupt(folder):
 
 
 def unresponsive(folder):
-    """Seconds ``_responsive`` takes to find a kernel that no longer answers."""
+    """Seconds ``recovery.responsive`` takes to find a kernel that no longer answers."""
     import nbformat
 
-    Manager, _, Recovering = clients()
-    client = Recovering(nbformat.v4.new_notebook(), timeout=10, interrupt_on_timeout=True, kernel_name="python3",
-                        kernel_manager_class=Manager, resources={"metadata": {"path": folder}})
+    from attention_grading.kernels.recovery import responsive
+
+    Manager, Client = clients()
+    client = Client(nbformat.v4.new_notebook(), timeout=10, interrupt_on_timeout=True, kernel_name="python3",
+                    kernel_manager_class=Manager, resources={"metadata": {"path": folder}})
     with client.setup_kernel():
         client.wait_for_reply(client.kc.execute(STALLS_LATER_REQUESTS))
         started = time.monotonic()
-        assert client._responsive() is False
+        assert responsive(client) is False
         return time.monotonic() - started
 
 
@@ -118,7 +116,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     sys.path.insert(0, str(REPO / "tests"))
-    from attention_grading.kernel_time import AFTER_INTERRUPT
+    from attention_grading.kernels.kernel_time import AFTER_INTERRUPT
 
     rows = [("a sleeping cell, 2 s limit: from its start to its interrupted reply", sleeping_cell, 2),
             (f"a kernel swallowing interrupts, 1 s limit and {AFTER_INTERRUPT} s for outputs: given up after",

@@ -1,6 +1,6 @@
 """How long until a kernel runs code: started cold by jupyter_client (no sandbox), started cold in
-the grading sandbox (through attention_grading/sandbox/launch.py), or forked from the warm parent
-into the sandbox, as grading does (attention_grading.kernels). Then what two of the sandbox's walls
+the grading sandbox (through attention_grading/kernels/sandbox/launch.py), or forked from the warm parent
+into the sandbox, as grading does (attention_grading.kernels.manager). Then what two of the sandbox's walls
 cost by themselves, in a forked process that makes them as ``sandbox.enter`` does: a network
 namespace of its own with its loopback up, and every mount read-only. Not a timed test: it prints
 what the sandbox costs per kernel, measured side by side in one run.
@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO / "instructor" / "grading"))
 
 def sandboxed(fork):
     """A kernel manager as GuardedExecute makes one: sandboxed in a scratch folder of its own."""
-    from attention_grading.kernels import SandboxedKernelManager, SandboxRequest
+    from attention_grading.kernels.manager import SandboxedKernelManager, SandboxRequest
 
     km = SandboxedKernelManager(kernel_name="python3")
     km.fork_kernels = fork
@@ -52,9 +52,10 @@ def wall_costs(repeats=100):
     """Median seconds for a forked process to make its mount namespace (as every sandbox does),
     then also its own network namespace with the loopback up, then also every mount read-only;
     until it has exited (Linux tears a network namespace down after the process is gone)."""
-    from attention_grading.sandbox._libc import (CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWUTS,
-                                                 MS_PRIVATE, MS_REC, mount, read_only_below, unshare)
-    from attention_grading.sandbox.enter import _loopback_up
+    from attention_grading.kernels.sandbox._libc import (CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS,
+                                                         CLONE_NEWUTS, MS_PRIVATE, MS_REC, mount,
+                                                         read_only_below, unshare)
+    from attention_grading.kernels.sandbox.enter import _loopback_up
 
     def mounts():
         unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS)

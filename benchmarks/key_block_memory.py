@@ -1,5 +1,5 @@
 """What lesson 08's key-block call measures, per answer style, in real grading kernels: each answer
-is graded by ``make grade`` (``attention_grading.grade``) in a scratch copy of the course, one
+is graded by ``make grade`` (``attention_grading.cli.grade``) in a scratch copy of the course, one
 submission per draw (a comment in the answer changes the draw), and a copy of the spec in that
 scratch course writes down each key-block call's figure as the judge reads it. It prints, per
 style, the sizes drawn, the most the sandbox took during the call, what is left beyond the
@@ -71,7 +71,7 @@ def main():
     log = folder / "figures.jsonl"
     try:
         root = copy_course(folder / "course", lessons=[LESSON])
-        spec = root / "instructor/grading/attention_grading/specs/lesson08_long_context.py"
+        spec = root / "instructor/grading/attention_grading/hidden/specs/lesson08_long_context.py"
         text = spec.read_text()
         assert LOGGED in text, "the key-block judge changed: update this benchmark"
         spec.write_text(text.replace(LOGGED, LOGGED + (

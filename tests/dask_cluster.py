@@ -4,7 +4,7 @@ its worker and every grading process under it).
 
 The workers run from a folder of their own with no ``PYTHONPATH``: they have the course
 environment and nothing of this repository, as on a cluster's machines. With ``tls`` (a folder of
-certificates made by ``make cluster-certs``, ``attention_grading.cluster_tls``) every process is
+certificates made by ``make cluster-certs``, ``attention_grading.cli.certs``) every process is
 started as the instructor's guide (docs/instructor-guide.md) says, with its role's certificate
 (mutual TLS); without, on plain tcp://.
 The scheduler listens on a port the system chooses (``--port 0``) and writes the address it
@@ -93,7 +93,7 @@ class LoopbackCluster:
         from distributed import Client
 
         if self.tls:
-            from attention_grading.cluster_tls import security
+            from attention_grading.run.cluster_tls import security
 
             kwargs.setdefault("security", security(self.tls, "client"))
         return Client(self.address, timeout=60, set_as_default=False, **kwargs)

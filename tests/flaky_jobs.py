@@ -17,7 +17,7 @@ class FlakyOutcome:
 
 @dataclass
 class FlakyJob:
-    """A job for ``attention_grading.pool``: 'ok', 'fails' (every time), 'fails_once' (the first
+    """A job for ``attention_grading.run.pool``: 'ok', 'fails' (every time), 'fails_once' (the first
     time only), 'kills_worker' (its process dies), 'hangs' (sleeps) or 'stops' (SIGSTOP to itself).
     Each run appends one byte to a marker file, so a worker killed mid-job leaves no torn count."""
     marker_folder: str

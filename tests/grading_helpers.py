@@ -123,7 +123,7 @@ def env_for(root, **extra):
 
 
 def run_grade(root, *args, timeout=600, **env):
-    return subprocess.run([sys.executable, "-m", "attention_grading.grade", "--root", str(root), *args],
+    return subprocess.run([sys.executable, "-m", "attention_grading.cli.grade", "--root", str(root), *args],
                           cwd=root, env=env_for(root, **env), capture_output=True, text=True, timeout=timeout)
 
 

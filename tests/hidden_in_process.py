@@ -1,7 +1,7 @@
 """A lesson's hidden test run on any answer, in this process, in well under a second.
 
 The answer runs in the namespace the lesson's earlier cells leave (``visible_checks``), and the
-grader's own conversation (``hidden_tests.run_locally``) drives it: the cases go through the wire
+grader's own conversation (``hidden.in_process.run_locally``) drives it: the cases go through the wire
 format (``kernel_probe.encode``/``decode``) as they do to a kernel, earlier graded functions are
 lent from the reference, and the judge decides. What a graded kernel adds (the sandbox, the
 limits) is tested elsewhere; what is decided here is exactly what the judge would decide.
@@ -16,9 +16,9 @@ import json
 
 import numpy as np
 
-from attention_grading import spec as spec_module
-from attention_grading.hidden_tests import run_locally
-from attention_grading.reference import reference
+from attention_grading.hidden import registry
+from attention_grading.hidden.in_process import run_locally
+from attention_grading.hidden.reference import reference
 from conftest import fresh_python
 from visible_checks import _fresh, _prefix, _quiet, _run_cell
 
@@ -33,7 +33,7 @@ def namespace_with(lesson, function, answer):
 
 def hidden_verdict(lesson, function, answer, seed=0, spec_name=None):
     """The verdict of the hidden test ``spec_name`` (default: ``function``'s) on ``answer``."""
-    spec = spec_module.get(spec_name or function)
+    spec = registry.get(spec_name or function)
     with _quiet():
         return run_locally(spec, reference(), namespace_with(lesson, function, answer),
                            np.random.default_rng(seed))

@@ -785,7 +785,7 @@ ATTACKS.update({
                                            "submission", ZEROS + METADATA_CALLS + '''
 _everything(["{course}/submitted/solution/01_context_vectors/01_context_vectors.ipynb",
              "{course}/source/01_context_vectors/01_context_vectors.ipynb",
-             "{course}/instructor/grading/attention_grading/judge.py", "{course}/gradebook.db"], keep=False)
+             "{course}/instructor/grading/attention_grading/hidden/judge.py", "{course}/gradebook.db"], keep=False)
 '''),
     "metadata_calls_on_the_environment": Attack("softmax", "every metadata call on the course environment and the "
                                                 "Python installation", ZEROS + METADATA_CALLS + '''
@@ -1096,15 +1096,16 @@ def drawn_cases(root, student, lesson, function, attempt):
     bound to the reference's parameters, the reference's answer)]."""
     import inspect
 
-    from attention_grading import kernel_probe
-    from attention_grading import spec as spec_module
-    from attention_grading.attempts import AttemptLedger
-    from attention_grading.case_secret import course_secret
-    from attention_grading.reference import reference
+    from attention_grading.hidden import kernel_probe
+    from attention_grading.hidden import registry
+    from attention_grading.hidden.cases import case_generator
+    from attention_grading.hidden.attempts import AttemptLedger
+    from attention_grading.hidden.cases import course_secret
+    from attention_grading.hidden.reference import reference
 
     entry = AttemptLedger(root).attempts(student, lesson)[attempt - 1]
-    spec = spec_module.get(function)
-    g = spec_module.case_generator(bytes.fromhex(course_secret(root)), entry.key(student, lesson), function)
+    spec = registry.get(function)
+    g = case_generator(bytes.fromhex(course_secret(root)), entry.key(student, lesson), function)
     R, drawn = reference(), []
     signature = inspect.signature(getattr(R, function))
     for case in spec.cases(g):

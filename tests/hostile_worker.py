@@ -28,7 +28,7 @@ MAGIC = b"attention-grading-record/1\n"
 
 
 # Runs in whichever process unpickles it; leaves the mark only in make grade's.
-COMMAND = f"grep -q attention_grading.grade /proc/$PPID/cmdline && touch {MARK}"
+COMMAND = f"grep -q attention_grading.cli.grade /proc/$PPID/cmdline && touch {MARK}"
 
 
 class Evil:

@@ -200,7 +200,7 @@ def grade_all(folder, lessons, attacks=False, sampled=False):
     (its quick-tier selection when ``sampled``; its results under ``"_hostile"``);
     ``"_breakdown"``: where the run's time went, for the summary (``kernel_time_by_lesson``).
 
-    All the submissions go in one course and through ``make grade`` (``attention_grading.grade``:
+    All the submissions go in one course and through ``make grade`` (``attention_grading.cli.grade``:
     stock nbgrader ``Autograde`` per submission, four workers), so the cores stay busy to the end
     instead of waiting on the longest lesson. It runs as a process of its own, so nothing the
     tests do meanwhile (warning filters, environment) reaches it.

@@ -18,8 +18,8 @@ def main(path):
     with open(path) as fh:
         request = json.load(fh)
     sys.path.insert(0, request["grading_dir"])
-    from attention_grading.sandbox import Limits, kernel_environment, make
-    from attention_grading.sandbox.spawn import fork_sandboxed
+    from attention_grading.kernels.sandbox import Limits, kernel_environment, make
+    from attention_grading.kernels.sandbox.spawn import fork_sandboxed
 
     scratch = request["scratch"]
     env = kernel_environment(dict(os.environ), os.path.join(scratch, "sandbox"))

@@ -54,7 +54,7 @@ REFUSED_OR_STALLED = ("v-pickled-result", "v-pickled-data", *GAINS_NOTHING)
 
 def _cluster_certificates(root):
     """``make cluster-certs``'s command, for the course copy at ``root``: its certificates' folder."""
-    done = subprocess.run([sys.executable, "-m", "attention_grading.cluster_tls", "--root", str(root)],
+    done = subprocess.run([sys.executable, "-m", "attention_grading.cli.certs", "--root", str(root)],
                           cwd=root, env=env_for(root), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     return root / "instructor" / "cluster-tls", done.stdout
@@ -64,7 +64,7 @@ def _cluster_certificates(root):
 CLIENT = """
 import sys
 from distributed import Client
-from attention_grading.cluster_tls import security
+from attention_grading.run.cluster_tls import security
 address, certificates = sys.argv[1], sys.argv[2]
 try:
     client = Client(address, timeout=15, set_as_default=False,

@@ -52,7 +52,7 @@ def _write_more_lessons(root):
 def _grade_in_background(root, *args, env=None):
     """``make grade`` in the background, its output in files; (process, stdout path, stderr path)."""
     out, err = root / "grade.stdout", root / "grade.stderr"
-    command = [sys.executable, "-m", "attention_grading.grade", "--root", str(root), *args]
+    command = [sys.executable, "-m", "attention_grading.cli.grade", "--root", str(root), *args]
     with open(out, "w") as stdout, open(err, "w") as stderr:      # the child keeps its own copies
         process = subprocess.Popen(command, cwd=root, env=env_for(root, **(env or {})), stdout=stdout,
                                    stderr=stderr)
@@ -104,7 +104,7 @@ def _grading_processes():
     found = []
     for proc in Path("/proc").iterdir():
         try:
-            if proc.name.isdigit() and b"from attention_grading.pool import serve" in (proc / "cmdline").read_bytes():
+            if proc.name.isdigit() and b"from attention_grading.run.pool import serve" in (proc / "cmdline").read_bytes():
                 found.append(int(proc.name))
         except OSError:
             continue
@@ -134,7 +134,7 @@ def cluster_run(lesson01_class, tmp_path_factory):
     shutil.copytree(root / "submitted", here / "submitted")
     before = tree_hash(root / "submitted")
     out = {"root": root, "here_01": here_root, "here": here}
-    out["certificates"] = subprocess.run([sys.executable, "-m", "attention_grading.cluster_tls", "--root", str(root)],
+    out["certificates"] = subprocess.run([sys.executable, "-m", "attention_grading.cli.certs", "--root", str(root)],
                                          cwd=root, env=env_for(root), capture_output=True, text=True, check=True)
     # This machine grades lesson 02 meanwhile (make grade puts the lessons in the gradebooks).
     local, local_out, _ = _grade_in_background(

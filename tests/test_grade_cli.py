@@ -1,4 +1,4 @@
-"""`make grade` (python -m attention_grading.grade) on a temporary copy of the course, lesson 01."""
+"""`make grade` (python -m attention_grading.cli.grade) on a temporary copy of the course, lesson 01."""
 import csv
 import json
 import os
@@ -229,7 +229,7 @@ def test_feedback_teaches_without_leaking(graded_class):
 
 def test_make_grade_prints_no_runtime_warning(graded_class):
     """Neither the command nor its workers warn (the class is graded with 2 workers, and one is
-    killed and replaced): nothing imports attention_grading.grade before runpy runs it in a
+    killed and replaced): nothing imports attention_grading.cli.grade before runpy runs it in a
     worker (pool.PRELOAD leaves it out)."""
     _, done, _ = graded_class
     out = done.stdout + done.stderr
@@ -278,11 +278,12 @@ def test_the_same_attempt_graded_again_draws_the_same_cases_and_a_new_one_new_ca
     other files, then the first files again, makes attempts 2 and 3: the third draws cases other
     than the first's although its files are the first's. Each verdict is what the judge says on the
     cases the ledger's attempt draws (the grader used that attempt's key)."""
-    from attention_grading import spec as spec_module
-    from attention_grading.attempts import AttemptLedger
-    from attention_grading.case_secret import course_secret
-    from attention_grading.hidden_tests import run_locally
-    from attention_grading.reference import reference
+    from attention_grading.hidden import registry
+    from attention_grading.hidden.cases import case_generator
+    from attention_grading.hidden.attempts import AttemptLedger
+    from attention_grading.hidden.cases import course_secret
+    from attention_grading.hidden.in_process import run_locally
+    from attention_grading.hidden.reference import reference
 
     root = copy_course(tmp_path / "course")
     nbgrader(root, "generate_assignment", LESSON, "--force")
@@ -299,14 +300,14 @@ def test_the_same_attempt_graded_again_draws_the_same_cases_and_a_new_one_new_ca
         return notes["verdicts"]["softmax_matches_reference"]["message"]
 
     def cases_of(attempt):
-        g = spec_module.case_generator(secret, attempt.key("ivy", LESSON), "softmax")
-        return spec_module.get("softmax").cases(g)
+        g = case_generator(secret, attempt.key("ivy", LESSON), "softmax")
+        return registry.get("softmax").cases(g)
 
     def predicted(attempt):
         namespace = {"np": __import__("numpy")}
         exec(IDENTITY_SOFTMAX, namespace)
-        g = spec_module.case_generator(secret, attempt.key("ivy", LESSON), "softmax")
-        return run_locally(spec_module.get("softmax"), reference(), namespace, g).message
+        g = case_generator(secret, attempt.key("ivy", LESSON), "softmax")
+        return run_locally(registry.get("softmax"), reference(), namespace, g).message
 
     def grade(*args):
         done = run_grade(root, "--student", "ivy", "--no-report", "--no-feedback", *args)

@@ -1,8 +1,8 @@
-"""The worker pool behind `make grade` (attention_grading.pool): a second attempt for failures,
+"""The worker pool behind `make grade` (attention_grading.run.pool): a second attempt for failures,
 and a job whose worker dies, hangs or is stopped charged to that job alone, with real processes."""
 from tqdm import tqdm
 
-from attention_grading.pool import LocalPool, run_with_second_attempt
+from attention_grading.run.pool import LocalPool, run_with_second_attempt
 from flaky_jobs import FlakyJob, run_flaky
 
 

@@ -24,9 +24,9 @@ import pytest
 
 import background
 import catalogue
-from attention_grading import spec as spec_module
-from attention_grading.hidden_tests import run_locally
-from attention_grading.reference import reference
+from attention_grading.hidden import registry
+from attention_grading.hidden.in_process import run_locally
+from attention_grading.hidden.reference import reference
 from conftest import ROOT, lesson_ids
 from hidden_in_process import namespace_with, without_memory_judgement
 from notebook_tools import grade_id, is_solution_code, is_test
@@ -59,7 +59,7 @@ def problems_on_draws(lesson):
         answers = [(False, name, source) for name, source in wrong.items()]
         answers += [(True, name, source) for name, source in right.items()]
         answers.append((True, "the solution", cells[functions[function][0]].source))
-        specs = [spec_module.get(n) for n in names]
+        specs = [registry.get(n) for n in names]
         unmeasured = [without_memory_judgement(spec) for spec in specs]
         measured = any(a is not b for a, b in zip(specs, unmeasured))
         for correct, name, source in answers:

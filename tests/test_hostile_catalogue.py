@@ -40,7 +40,7 @@ import pytest
 import background
 import hostile_catalogue as catalogue
 import leaks
-from attention_grading.case_secret import course_secret
+from attention_grading.hidden.cases import course_secret
 from conftest import ROOT, copy_course, nbgrader
 from grading_helpers import (CELL_TIMEOUT, LESSON, grade_table, metadata_snapshot, run_grade, snapshot_changes,
                              tree_hash)
@@ -378,7 +378,7 @@ def test_the_correct_learner_keeps_full_marks_and_grading_finishes(hostile, way)
 def test_the_course_is_untouched(hostile, way):
     """submitted/, source/, solutions/ and instructor/ are byte-identical (modes, owners, times and
     extended attributes included); the stored hidden tests are still source/'s."""
-    from attention_grading.gradebook import stored_test_mismatches
+    from attention_grading.store.lessons import stored_test_mismatches
 
     assert hostile["after"] == hostile["before"]
     root = hostile["root"]
@@ -445,7 +445,7 @@ def test_a_kernel_kept_from_the_cpu_on_purpose_is_stopped_within_the_stretch(hos
     """The attack that starves its own kernel (eight busy children on its CPU) stretches its cell's
     limit, since time a kernel waits for a CPU does not count, but no further than
     GuardedExecute.time_stretch times it on the wall clock."""
-    from attention_grading.execute import GuardedExecute
+    from attention_grading.steps.execute import GuardedExecute
 
     path = _autograded(hostile["root"], "starve_own_kernel")
     said = " ".join(json.dumps(c.get("outputs", [])) for c in nbformat.read(path, as_version=4).cells)
@@ -473,7 +473,7 @@ def test_no_script_survives_in_a_written_answer(hostile, way):
     reads them, none of their links, images, styles or elements can run or load a script, and
     their words are kept. In the feedback too (make grade)."""
     from attention_grading.cells import is_written_answer
-    from attention_grading.sanitize import rendered
+    from attention_grading.steps.sanitize import rendered
     from markup import script_urls
 
     root = hostile["root"]
@@ -547,7 +547,7 @@ def test_a_case_carried_to_the_next_attempt_earns_nothing(hostile, attack, way):
     attempt drew (what its feedback showed, and what mining that attempt completely would give):
     a new attempt, which draws new cases, so the function it never wrote earns nothing. The first
     attempt's feedback showed none of the answers a stand-in gave inside the kernel."""
-    from attention_grading.attempts import AttemptLedger
+    from attention_grading.hidden.attempts import AttemptLedger
 
     root, spec = hostile["root"], catalogue.ATTACKS[attack]
     student = f"attack_{attack}"

@@ -1,4 +1,4 @@
-"""Grading kernels (attention_grading.kernels): sandboxed, forked from the warm zygote or started
+"""Grading kernels (attention_grading.kernels.manager): sandboxed, forked from the warm zygote or started
 cold, they behave like ordinary kernels.
 
 Real ipykernel processes through jupyter_client: where they run, what they inherit, how they die,
@@ -16,12 +16,12 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from attention_grading import zygote_client
+from attention_grading.kernels import zygote_client
 from attention_grading.cells import split_hidden
-from attention_grading.kernel_time import OwnTimeLimits
-from attention_grading.recovery import KernelRecovery
-from attention_grading.kernels import SandboxedKernelManager, SandboxRequest
-from attention_grading.zygote_client import ForkedProcess
+from attention_grading.kernels.kernel_time import OwnTimeLimits
+from attention_grading.kernels.recovery import responsive
+from attention_grading.kernels.manager import SandboxedKernelManager, SandboxRequest
+from attention_grading.kernels.zygote_client import ForkedProcess
 from conftest import ROOT
 from notebook_tools import execute
 
@@ -354,7 +354,7 @@ def test_a_crashing_cell_raises_dead_kernel_in_nbclient(tmp_path):
 def test_the_grader_measures_a_kernels_memory_from_outside(tmp_path, cls):
     """The meter of a kernel's sandbox (its own memory cgroup here) sees what a cell allocates,
     children included; the kernel cannot reset it."""
-    from attention_grading.sandbox.meter import meter_for
+    from attention_grading.kernels.sandbox.meter import meter_for
 
     async def main():
         km, kc = await _started(cls, tmp_path)
@@ -448,7 +448,7 @@ def test_a_kernel_that_swallows_the_interrupt_is_given_up_on_quickly(tmp_path):
     is back for the next request. How long that takes: ``benchmarks/interrupts.py``."""
     from nbclient.exceptions import CellTimeoutError
 
-    from attention_grading.kernel_time import AFTER_INTERRUPT
+    from attention_grading.kernels.kernel_time import AFTER_INTERRUPT
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SWALLOWS_INTERRUPTS)])
     client = OwnTimeClient(nb, timeout=1, iopub_timeout=30, raise_on_iopub_timeout=True, interrupt_on_timeout=True,
@@ -478,10 +478,6 @@ def test_a_reply_awaited_outside_a_cell_leaves_the_wait_for_outputs_as_configure
     assert client.iopub_timeout == 30
 
 
-class RecoveringClient(KernelRecovery, OwnTimeClient):
-    """The kernel-recovery step on its own, over nbclient as GuardedExecute runs it."""
-
-
 #: Registers a hook that stalls every later request, deaf to interrupts: a kernel that took the
 #: interrupt of a cell and then stopped answering.
 STALLS_LATER_REQUESTS = """\
@@ -494,19 +490,19 @@ get_ipython().events.register("pre_run_cell", _stall)
 
 
 def test_a_kernel_that_no_longer_answers_is_found_unresponsive(tmp_path):
-    """``_responsive`` (asked after a cell was interrupted): True for a kernel that runs ``pass``,
+    """``recovery.responsive`` (asked after a cell was interrupted): True for a kernel that runs ``pass``,
     False for one that never replies (so the next cell gets a fresh kernel), after a wait of its
     own of a few seconds, not the cell's limit (10 s here); the limit is back afterwards. How long
     it takes: ``benchmarks/interrupts.py``."""
-    client = RecoveringClient(nbformat.v4.new_notebook(), timeout=10, interrupt_on_timeout=True,
-                              kernel_name="python3", kernel_manager_class=ForkingKernelManager,
-                              resources={"metadata": {"path": str(tmp_path)}})
+    client = OwnTimeClient(nbformat.v4.new_notebook(), timeout=10, interrupt_on_timeout=True,
+                           kernel_name="python3", kernel_manager_class=ForkingKernelManager,
+                           resources={"metadata": {"path": str(tmp_path)}})
     waits = []
     limit_of = client._get_timeout
     client._get_timeout = lambda cell: waits.append(limit_of(cell)) or waits[-1]   # the limit each wait had
     with client.setup_kernel():
-        assert client._responsive() is True
+        assert responsive(client) is True
         client.wait_for_reply(client.kc.execute(STALLS_LATER_REQUESTS))
         del waits[:]
-        assert client._responsive() is False
+        assert responsive(client) is False
         assert waits and max(waits) <= 5 < client.timeout == 10, waits

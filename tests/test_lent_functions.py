@@ -13,10 +13,11 @@ import nbformat
 import numpy as np
 import pytest
 
-from attention_grading import kernel_probe
-from attention_grading.hidden_tests import ConversationLimits, run_locally
-from attention_grading.reference import reference
-from attention_grading.spec import get
+from attention_grading.hidden import kernel_probe
+from attention_grading.hidden.conversation import ConversationLimits
+from attention_grading.hidden.in_process import run_locally
+from attention_grading.hidden.reference import reference
+from attention_grading.hidden.registry import get
 from conftest import ROOT
 from hidden_in_process import without_memory_judgement
 from notebook_tools import grade_id, is_solution_code
@@ -128,7 +129,8 @@ def test_a_lent_sampler_moves_the_callers_generator_on():
 def test_a_test_that_may_not_call_a_lent_function_gets_no_stand_in():
     """positional_encoding's test lends nothing: a submission asking for multi_head_attention there,
     or sending the grader a forged generator, is refused with a reason and gains nothing."""
-    from attention_grading.hidden_tests import Conversation, plan_calls
+    from attention_grading.hidden.calls import plan_calls
+    from attention_grading.hidden.conversation import Conversation
 
     spec = get("positional_encoding")
     cases = spec.cases(np.random.default_rng(0))
@@ -154,7 +156,9 @@ def test_a_generate_without_a_cache_fails_for_its_cache_never_for_the_graders_ca
     verdict says so on the first case, whatever the draw; the measurements (where its stand-in
     calls would grow with the square of the length) run only once every case has passed."""
     import catalogue
-    from attention_grading.hidden_tests import Conversation, decide, plan_calls
+    from attention_grading.hidden.calls import plan_calls
+    from attention_grading.hidden.conversation import Conversation
+    from attention_grading.hidden.decide import decide
 
     answer = catalogue.load(LESSON).WRONG["generate"]["recomputes_every_token_without_cache"]
     spec = without_memory_judgement(get("generate"))

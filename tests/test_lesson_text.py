@@ -316,7 +316,7 @@ def _run(lesson, folder, another_run=False):
     evaluated (``metadata["claims"]``). ``another_run``: as another machine's training would run."""
     from nbclient import NotebookClient
 
-    from attention_grading.kernels import SandboxedKernelManager
+    from attention_grading.kernels.manager import SandboxedKernelManager
 
     nb = nbformat.read(ROOT / "solutions" / lesson / f"{lesson}.ipynb", as_version=4)
     cells = [c for c in nb.cells if not is_test(c)]

@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "instructor" / "gra
 
 from attention_course.long_context import (best_time, online_softmax_mistakes, peak_memory,  # noqa: E402
                                            tiled_attention_mistakes)
-from attention_grading.specs.lesson08_long_context import _tiled_variant  # noqa: E402
+from attention_grading.hidden.specs.lesson08_long_context import _tiled_variant  # noqa: E402
 
 
 def test_peak_memory_sees_numpy_allocations_and_not_the_inputs():

@@ -19,7 +19,7 @@ LESSON, FUNCTION = "42_example", "centre_rows"
 
 
 def scaffold(root, *args):
-    return subprocess.run([sys.executable, "-m", "attention_grading.scaffold", *args, "--root", str(root)],
+    return subprocess.run([sys.executable, "-m", "attention_grading.cli.scaffold", *args, "--root", str(root)],
                           env=env_for(root), capture_output=True, text=True, timeout=120)
 
 
@@ -30,7 +30,7 @@ def new_lesson(tmp_path_factory):
     root = copy_course(tmp_path_factory.mktemp("course"), lessons=["01_context_vectors"])
     made = scaffold(root, LESSON, "--function", FUNCTION)
     assert made.returncode == 0, made.stderr
-    released = subprocess.run([sys.executable, "-m", "attention_grading.release", "--root", str(root), LESSON],
+    released = subprocess.run([sys.executable, "-m", "attention_grading.cli.release", "--root", str(root), LESSON],
                               env=env_for(root), capture_output=True, text=True, timeout=300)
     assert released.returncode == 0, released.stdout + released.stderr
     validated = nbgrader(root, "validate", str(root / "source" / LESSON / f"{LESSON}.ipynb"), check=False)
@@ -62,7 +62,7 @@ def _scores(root):
 def test_the_scaffold_writes_a_lesson_that_releases_and_validates(new_lesson):
     """Its four files are written, its release holds no solution, nbgrader validate passes it."""
     root, made, validated, _ = new_lesson
-    for part in (f"source/{LESSON}/{LESSON}.ipynb", "instructor/grading/attention_grading/specs/lesson42_example.py",
+    for part in (f"source/{LESSON}/{LESSON}.ipynb", "instructor/grading/attention_grading/hidden/specs/lesson42_example.py",
                  "instructor/reference/attention_reference/lesson42_example.py", "tests/catalogue/lesson42.py"):
         assert (root / part).is_file() and f"wrote {part}" in made.stdout
     release = (root / "notebooks" / LESSON / f"{LESSON}.ipynb").read_text()

@@ -10,8 +10,8 @@ import pytest
 
 import attention_reference as R
 from attention_course import capstone as task
-from attention_grading.specs import lesson07_capstone as outcome
-from attention_grading.specs import lesson07_mistakes as mistakes
+from attention_grading.hidden.specs import lesson07_capstone as outcome
+from attention_grading.hidden.specs import lesson07_mistakes as mistakes
 from attention_reference import capstone as C
 from conftest import STRICT_WARNINGS
 
@@ -110,7 +110,7 @@ def test_every_top1_case_has_one_clear_winner_per_row():
     a right answer computed another way (dividing by √d_k, einsum, loops) could fail: over 500
     draws, every top-1 case of model_forward and model_backward has a clear winner in every row,
     and the check itself rejects a batch with a repeated token."""
-    from attention_grading.spec import get
+    from attention_grading.hidden.registry import get
 
     for seed in range(500):
         for case in get("model_forward").cases(np.random.default_rng(seed)):

@@ -14,7 +14,7 @@ import attention_reference as R
 from attention_course import gpt_checks
 from attention_course.checks import _central_differences as central_differences
 from attention_course import small_gpt as gpt
-from attention_grading.specs import lesson09_small_gpt as spec09
+from attention_grading.hidden.specs import lesson09_small_gpt as spec09
 from conftest import STRICT_WARNINGS
 
 pytestmark = STRICT_WARNINGS
@@ -109,7 +109,7 @@ def test_sampling_follows_the_distribution_and_keeps_ties_in_top_k():
 @pytest.mark.parametrize("name", ["positional_encoding", "layer_norm", "layer_norm_backward", "transformer_block"])
 def test_each_named_mistake_differs_from_the_reference_on_some_case(name):
     """A catalogued bug that equalled the reference on every case could be named for a right answer."""
-    from attention_grading.spec import get
+    from attention_grading.hidden.registry import get
 
     spec = get(name)
     cases = spec.cases(np.random.default_rng(3))
@@ -132,7 +132,7 @@ def test_each_named_mistake_differs_from_the_reference_on_some_case(name):
 
 
 def test_each_sampling_and_generation_mistake_differs_from_the_reference():
-    from attention_grading.spec import get
+    from attention_grading.hidden.registry import get
 
     for case in get("sample_next").cases(np.random.default_rng(4)):
         _, logits, temperature, top_k, _, _ = case.args
@@ -159,7 +159,7 @@ def test_every_draw_of_cases_shows_each_sampling_mistake_far_outside_the_counts_
     token whose expected count sits beyond the band the judge accepts by 6 of its own standard
     deviations (or is drawn although the reference gives it probability 0): the mistake loses
     its points on every submission, not on most. The case about overflow overflows every time."""
-    from attention_grading.spec import get
+    from attention_grading.hidden.registry import get
 
     weak = []
     for seed in range(500):
@@ -182,7 +182,7 @@ def test_every_draw_of_cases_shows_each_sampling_mistake_far_outside_the_counts_
 
 
 def test_the_mistakes_generation_without_a_mistake_is_the_reference():
-    from attention_grading.spec import get
+    from attention_grading.hidden.registry import get
 
     for case in get("generate").cases(np.random.default_rng(6)):
         kwargs = dict(case.kwargs)

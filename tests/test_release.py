@@ -23,7 +23,7 @@ def regenerated(folder, session):
     for generated in ("notebooks", "solutions"):
         for path in (root / generated).rglob("*.ipynb"):
             path.unlink()
-    done = subprocess.run([sys.executable, "-m", "attention_grading.release", "--root", str(root)],
+    done = subprocess.run([sys.executable, "-m", "attention_grading.cli.release", "--root", str(root)],
                           capture_output=True, text=True, cwd=root,
                           env={"PYTHONPATH": str(ROOT / "instructor" / "grading"), "PATH": "/usr/bin:/bin"})
     return root, done

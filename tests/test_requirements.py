@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 import catalogue
-from attention_grading import kernel_probe
-from attention_grading import spec as spec_module
-from attention_grading.hidden_tests import run_locally
-from attention_grading.reference import reference
+from attention_grading.hidden import kernel_probe
+from attention_grading.hidden import registry
+from attention_grading.hidden.in_process import run_locally
+from attention_grading.hidden.reference import reference
 from conftest import ROOT, lesson_ids
 from hidden_in_process import hidden_verdict, measured_verdict, namespace_with
 from notebook_tools import grade_id, is_solution_code
@@ -40,15 +40,14 @@ def _same_steps(got, sent):
 
 
 def _spec_names():
-    spec_module.get("softmax")                    # importing the specs registers every lesson's
-    return sorted(spec_module.REGISTRY)
+    return sorted(registry.load())
 
 
 @pytest.mark.parametrize("name", _spec_names())
 def test_every_hidden_case_reaches_the_kernel_as_built(name):
     """Each array argument of every case of every spec survives the wire with its dtype, shape and
     memory order (a transposed case stays transposed)."""
-    spec = spec_module.get(name)
+    spec = registry.get(name)
     if name == "adam_trains_the_model":
         pytest.skip("its one case is a training run whose arrays are built C-ordered")
     for seed in range(3):
@@ -100,7 +99,7 @@ def test_a_stated_requirement_has_a_hidden_case_that_fails_an_answer_breaking_it
                                                                                    entry):
     """The lesson states it, the hidden test has the case, and the breaking answer fails exactly there."""
     assert " ".join(words.split()) in _said_before(lesson, function), f"{lesson} does not say {words!r}"
-    spec = spec_module.get(function)
+    spec = registry.get(function)
     measured = label == catalogue.MEASUREMENTS
     if measured:
         assert spec.judge_extra is not None, f"{function} has no measurements"
@@ -199,7 +198,7 @@ def test_hidden_messages_name_the_case_once_and_the_arguments_by_name(lesson):
     names a changed argument by its parameter name, and calls each output by its own name."""
     problems = []
     for function, entries in catalogue.load(lesson).WRONG.items():
-        spec = spec_module.get(function)
+        spec = registry.get(function)
         if function != "dot_product_variance":          # its determinism is judged from measurements
             spec = dataclasses.replace(spec, extra_calls=None, judge_extra=None)
         for name, answer in entries.items():
@@ -219,7 +218,7 @@ def test_hidden_messages_name_the_case_once_and_the_arguments_by_name(lesson):
 def test_the_long_context_exercise_names_the_lengths_its_tests_measure():
     """Lesson 08's exercise says at which lengths the visible check and the hidden test measure
     memory (the hidden test's drawn from ranges), and how much growth the hidden test allows."""
-    from attention_grading.specs import lesson08_long_context as memory
+    from attention_grading.hidden.specs import lesson08_long_context as memory
 
     text = _said_before("08_long_context", "tiled_attention")
     for length in (*memory.SHORT_LENGTHS, *memory.LONG_LENGTHS, 512, 2048):
@@ -230,7 +229,7 @@ def test_the_long_context_exercise_names_the_lengths_its_tests_measure():
 def test_the_long_context_exercise_says_how_its_key_blocks_are_measured():
     """Lesson 08's exercise names the sizes its visible key-block check uses, which are those its
     check cell passes, and describes truly the ranges the hidden test draws from."""
-    from attention_grading.specs import lesson08_long_context as memory
+    from attention_grading.hidden.specs import lesson08_long_context as memory
 
     text = _said_before("08_long_context", "tiled_attention")
     said = ("a batch of 64 sequences of 3 queries each, reading 16,384 keys that the whole batch shares "

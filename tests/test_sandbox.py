@@ -1,4 +1,4 @@
-"""The operating-system sandbox of graded kernels (attention_grading.sandbox), wall by wall.
+"""The operating-system sandbox of graded kernels (attention_grading.kernels.sandbox), wall by wall.
 
 A process started in a fresh sandbox, exactly as a kernel is, tries what a hostile submission
 would; every attempt must be refused by the operating system, and what a kernel needs must still
@@ -38,8 +38,8 @@ def fake_course(root):
 def _libseccomp_facts():
     """What the grader hands every sandbox (``sandbox.make``), asked of libseccomp here: the probe
     may run a Python without it, as a kernel's may."""
-    from attention_grading.sandbox._libc import syscall_numbers
-    from attention_grading.sandbox.seccomp import program
+    from attention_grading.kernels.sandbox._libc import syscall_numbers
+    from attention_grading.kernels.sandbox.seccomp import program
 
     return {"seccomp_filter": program().hex(), "syscalls": syscall_numbers()}
 
@@ -234,7 +234,7 @@ WALLS = {
     "read the gradebook": "open('{course}/gradebook.db').read()",
     "read the real reference": "open('{root}/instructor/reference/attention_reference/core.py').read()",
     "import the real reference": "import sys; sys.path.append('{root}/instructor/reference'); import attention_reference",
-    "read the grading code": "open('{root}/instructor/grading/attention_grading/judge.py').read()",
+    "read the grading code": "open('{root}/instructor/grading/attention_grading/hidden/judge.py').read()",
     "read root's home": "import os; os.listdir('/root')",
     "read /etc/shadow": "open('/etc/shadow').read()",
     "copy the reference in a child process":
@@ -409,7 +409,7 @@ SMALL = {"read the reference": WALLS["read the reference"], "read root's home": 
 
 def test_the_kernel_account_is_used_where_python_is_readable(tmp_path):
     """As root with a Python every account can read, the sandbox switches to the kernel account."""
-    from attention_grading.sandbox.account import ensure_account
+    from attention_grading.kernels.sandbox.account import ensure_account
 
     account = ensure_account()
     if account is None:

@@ -66,7 +66,7 @@ def test_a_misspelled_student_is_refused_with_the_nearest_names(graded_copy):
 
 
 def _started(command_root, *args, log):
-    return subprocess.Popen([sys.executable, "-m", "attention_grading.grade", "--root", str(command_root), *args],
+    return subprocess.Popen([sys.executable, "-m", "attention_grading.cli.grade", "--root", str(command_root), *args],
                             cwd=command_root, env=env_for(command_root), stdout=log, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
 
@@ -75,7 +75,7 @@ def test_a_second_run_refuses_or_waits_and_a_crashed_one_leaves_no_lock(graded_c
     """While one run holds the course, another stops at once (exit 75, naming the holder) and
     changes nothing; with --wait it starts when the first is done. A run killed outright leaves
     no lock behind (the kernel drops an flock with its process)."""
-    from attention_grading.safekeeping import course_lock
+    from attention_grading.run.lock import course_lock
 
     root = graded_copy
     before = (root / "grades.csv").stat().st_mtime_ns
@@ -93,7 +93,7 @@ def test_a_second_run_refuses_or_waits_and_a_crashed_one_leaves_no_lock(graded_c
     assert (root / "grades.csv").stat().st_mtime_ns > before
 
     holder = subprocess.Popen([sys.executable, "-c", "import os, signal, sys, time\n"
-                               "from attention_grading.safekeeping import course_lock\n"
+                               "from attention_grading.run.lock import course_lock\n"
                                f"with course_lock({str(root)!r}):\n"
                                "    print('held', flush=True); time.sleep(600)"],
                               env=env_for(root), stdout=subprocess.PIPE, text=True)

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 import catalogue
-from attention_grading import spec as spec_module
-from attention_grading.hidden_tests import run_locally
-from attention_grading.reference import reference
+from attention_grading.hidden import registry
+from attention_grading.hidden.in_process import run_locally
+from attention_grading.hidden.reference import reference
 from conftest import ROOT, lesson_ids
 from hidden_in_process import hidden_verdict, measured_verdict, namespace_with, without_memory_judgement
 from test_visible_checks import catalogue_outcomes  # noqa: F401  (the shared background run)
@@ -30,7 +30,7 @@ LESSONS = lesson_ids()
 
 
 def _measures_memory(function):
-    spec = spec_module.get(function)
+    spec = registry.get(function)
     return spec.extra_calls is not None and any(call.memory for call in spec.extra_calls(np.random.default_rng(0)))
 
 
@@ -194,7 +194,7 @@ def test_values_returned_swapped_are_told_the_order_in_the_same_words(lesson, fu
               f"    return tuple(returned[k] for k in {order})\n")
     outcome = run_visible_checks(lesson, function, answer)
     with _quiet():        # the order shows on the cases: no memory to measure in a process of its own
-        verdict = run_locally(without_memory_judgement(spec_module.get(function)), reference(),
+        verdict = run_locally(without_memory_judgement(registry.get(function)), reference(),
                               namespace_with(lesson, function, answer), np.random.default_rng(0))
     passed, message = verdict.passed, verdict.message
     assert outcome.failed and "the order is swapped" in outcome.message, outcome
@@ -203,8 +203,8 @@ def test_values_returned_swapped_are_told_the_order_in_the_same_words(lesson, fu
 
 def test_every_lesson_09_function_that_returns_several_values_is_tried_swapped():
     """Every graded function of lesson 09 whose hidden test names several outputs is in ``SWAPPED``."""
-    spec_module.get("softmax")                    # importing the specs registers every lesson's
+    specs = registry.load()
     tried = {function for _, function, _ in SWAPPED}
     several = {function for function in layout("09_small_gpt")[1]
-               if function in spec_module.REGISTRY and len(spec_module.REGISTRY[function].outputs) > 1}
+               if function in specs and len(specs[function].outputs) > 1}
     assert several and several <= tried, sorted(several - tried)

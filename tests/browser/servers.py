@@ -165,7 +165,7 @@ def start_course_lab(course, home, log_path):
     token = secrets.token_hex(24)
     command = [str(JUPYTER), "lab", "--no-browser", "--ip=127.0.0.1", "--port=0",
                f"--ServerApp.token={token}", f"--ServerApp.root_dir={course}", *root_flag(),
-               "--ServerApp.jpserver_extensions=attention_grading.formgrader_csp=True"]
+               "--ServerApp.jpserver_extensions=attention_grading.cli.formgrader=True"]
     return Lab(command, course, lab_env(home, course), token, log_path, home / "runtime")
 
 

@@ -5,7 +5,7 @@ their own that displays HTML (a ``<script>`` and an ``<img onerror>``), Markdown
 and JavaScript; and a written answer (``row_softmax_answer``) with the same ``<script>`` and
 ``<img onerror>``. Every payload calls a loopback server the test runs, leaves a flag in its
 window and opens a dialog (``probes``). ``make grade`` grades it in a course copy of its own
-(``attention_grading.sanitize.SanitizeLearnerHTML`` cleans what it stores); the instructor then
+(``attention_grading.steps.sanitize.SanitizeLearnerHTML`` cleans what it stores); the instructor then
 opens it in the formgrader inside JupyterLab, and the feedback HTML is opened as the learner
 would. Nothing may run, and the learner's words must still be shown.
 
@@ -17,8 +17,8 @@ beside the notebook that the formgrader would serve from its own origin.
 The written answer also holds a link for every way of writing a ``javascript:``, ``vbscript:`` or
 ``data:`` URL (``LINK_VECTORS``); each is clicked in the formgrader and in the feedback, and in
 the unsanitised control, where the javascript: ones run. Last, the second wall: the pages carry a
-Content-Security-Policy (``attention_grading.csp``; the formgrader's through the server extension
-``attention_grading.formgrader_csp``, which ``make formgrader`` enables), and an answer that
+Content-Security-Policy (``attention_grading.steps.csp``; the formgrader's through the server extension
+``attention_grading.cli.formgrader``, which ``make formgrader`` enables), and an answer that
 reached them unsanitised (written into ``autograded/`` and the feedback by hand) still runs
 nothing, while the formgrader's own scripts and a script shipped beside the feedback run.
 """
@@ -289,7 +289,7 @@ def test_every_payload_runs_where_nothing_sanitises(file_tab, probe, tmp_path):
 
 def test_image_size_metadata_adds_no_event_handler(file_tab, probe, tmp_path):
     """An image output whose width metadata smuggles an onerror handler runs nothing once sanitised."""
-    from attention_grading.sanitize import SanitizeLearnerHTML
+    from attention_grading.steps.sanitize import SanitizeLearnerHTML
 
     nb = learner_cells(hostile_submission(probe))
     nb["cells"] = nb["cells"][-1:]    # the learner's code cell alone (the answer's remote image is another matter)

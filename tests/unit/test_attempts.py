@@ -1,4 +1,4 @@
-"""Attempts (``attention_grading.attempts``): every byte handed in names a submission, the course's
+"""Attempts (``attention_grading.hidden.attempts``): every byte handed in names a submission, the course's
 ledger numbers its attempts, and each attempt draws its own hidden cases."""
 import json
 import multiprocessing
@@ -8,9 +8,11 @@ import nbformat
 import numpy as np
 import pytest
 
-from attention_grading import spec as spec_module
-from attention_grading.attempts import AttemptLedger, LedgerError, case_key, handed_in_digest
-from attention_grading.learner_text import WellFormedText, scrubbed
+from attention_grading.hidden import registry
+from attention_grading.hidden.cases import case_generator
+from attention_grading.hidden.attempts import AttemptLedger, LedgerError, case_key, handed_in_digest
+from attention_grading.learner_text import scrubbed
+from attention_grading.steps.well_formed_text import WellFormedText
 
 LESSON = "01_context_vectors"
 
@@ -108,7 +110,7 @@ def test_each_attempt_draws_cases_of_its_own():
     secret = b"s" * 32
 
     def draw(key):
-        return spec_module.get("softmax").cases(spec_module.case_generator(secret, key, "softmax"))[0].args[0]
+        return registry.get("softmax").cases(case_generator(secret, key, "softmax"))[0].args[0]
 
     first = case_key("ada", LESSON, 1, "A")
     assert np.array_equal(draw(first), draw(case_key("ada", LESSON, 1, "A")))

@@ -1,6 +1,6 @@
 """The conversation between the grader and a kernel during a hidden test: the wire format
 (``kernel_probe.encode``/``decode``: JSON with base64 arrays, never pickle), the grader's side
-(``hidden_tests.Conversation``: calls handed out a case at a time, stand-ins answered within
+(``hidden.conversation.Conversation``: calls handed out a case at a time, stand-ins answered within
 limits) and the kernel's side (``kernel_probe.serve``), run against each other in-process."""
 import copy
 import json
@@ -8,11 +8,13 @@ import json
 import numpy as np
 import pytest
 
-from attention_grading import hidden_tests, kernel_probe
-from attention_grading.fresh_measurement import last_batch_of_each_kernel
-from attention_grading.hidden_tests import Conversation, StopTest, plan_calls, run_locally
+from attention_grading.hidden import conversation as hidden_tests, kernel_probe
+from attention_grading.kernels.measurement import last_batch_of_each_kernel
+from attention_grading.hidden.calls import plan_calls
+from attention_grading.hidden.conversation import Conversation, StopTest
+from attention_grading.hidden.in_process import run_locally
 from attention_grading.results import REFUSED
-from attention_grading.spec import Callback, Case, Spec
+from attention_grading.hidden.spec import Callback, Case, Spec
 
 
 class Reference:
@@ -269,7 +271,7 @@ def test_a_refused_call_is_what_the_verdict_says_in_the_grader_s_words():
 def test_what_a_kernel_reports_of_an_exception_or_a_warning_carries_no_value():
     """An exception's message, its type's name and warnings reach the verdict without numbers that
     could be a hidden input (kept: words, small integers such as an axis or a shape)."""
-    from attention_grading.spec import Spec as _Spec
+    from attention_grading.hidden.spec import Spec as _Spec
 
     spec = _Spec(name="outer", cases=outer_cases)
     namespace = notebook_namespace(
@@ -348,7 +350,7 @@ class _Meter:
 def test_each_measured_call_is_its_own_batch_and_the_grader_measures_it():
     """Calls whose memory is measured get a batch each; the meter starts as the batch goes out and
     its figure is the result's ``peak``; a peak the kernel reports itself is dropped."""
-    from attention_grading.spec import Call, Case, Spec
+    from attention_grading.hidden.spec import Call, Case, Spec
 
     spec = Spec("measured", cases=lambda g: [Case("one", (1.0,))],
                 extra_calls=lambda g: [Call((2.0,)), Call((3.0,), memory=True), Call((4.0,), memory=True)])
@@ -372,7 +374,7 @@ def test_kernels_can_take_turns_and_a_meter_handed_over_is_not_reset():
     """``serve_until`` stops the first kernel's probe before the measured batches; each later
     kernel resumes with a meter its caller started before any learner code ran there: the
     conversation reads it but never resets it, and the results stay in the order of the batches."""
-    from attention_grading.spec import Call, Case, Spec
+    from attention_grading.hidden.spec import Call, Case, Spec
 
     spec = Spec("measured", cases=lambda g: [Case("one", (1.0,))],
                 extra_calls=lambda g: [Call((2.0,)), Call((3.0,), memory=True), Call((4.0,), memory=True)])
@@ -406,7 +408,7 @@ def test_measured_calls_that_share_a_kernel_come_together_and_read_one_meter():
     """``Call.kernel``: calls with the same key are planned as consecutive batches for one fresh
     kernel, in the order given (the others keep a kernel each); within it the meter, started once,
     is read after each call and never reset, so a later call's figure includes the earlier one's."""
-    from attention_grading.spec import Call, Case, Spec
+    from attention_grading.hidden.spec import Call, Case, Spec
 
     spec = Spec("measured", cases=lambda g: [Case("one", (1.0,))],
                 extra_calls=lambda g: [Call((2.0,), memory=True, kernel="long"), Call((3.0,), memory=True),
@@ -574,8 +576,8 @@ def test_a_call_measured_in_process_is_counted_after_large_blocks_were_freed():
     import sys
 
     code = ("import os, numpy as np\n"
-            "from attention_grading.sandbox.meter import ProcessMeter\n"
-            "from attention_grading.hidden_tests import _allocate_as_a_kernel\n"
+            "from attention_grading.kernels.sandbox.meter import ProcessMeter\n"
+            "from attention_grading.hidden.in_process import _allocate_as_a_kernel\n"
             "for _ in range(3):\n    big = np.ones(20 << 17); del big\n"
             "_allocate_as_a_kernel()\n"
             "meter = ProcessMeter(os.getpid()); meter.start()\n"

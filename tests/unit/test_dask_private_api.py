@@ -11,7 +11,7 @@ import pkgutil
 
 import pytest
 
-from attention_grading.cluster import RefusedPickle, data_only_loads, refuse_pickles
+from attention_grading.run.cluster import RefusedPickle, data_only_loads, refuse_pickles
 
 from .test_job_wire import Evil
 

@@ -5,9 +5,9 @@ import json
 
 from nbformat.v4 import new_output
 
-from attention_grading import pages
-from attention_grading.feedback import FigureOutputs
-from attention_grading.maths import markdown_with_mathml, to_mathml
+from attention_grading.store import pages
+from attention_grading.steps.figure_outputs import FigureOutputs
+from attention_grading.steps.maths import markdown_with_mathml, to_mathml
 
 from . import factories
 
@@ -22,7 +22,7 @@ def test_formulas_become_mathml_and_code_stays_code():
 def test_formulas_in_a_learners_sanitised_markdown_become_mathml():
     """A learner's Markdown as the sanitiser stores it (rendered HTML, TeX left for MathJax): its
     formulas become MathML too; code, attributes and tags stay exactly as they were."""
-    from attention_grading.sanitize import clean, rendered
+    from attention_grading.steps.sanitize import clean, rendered
 
     stored = clean(rendered("1. **Scale.** by $\\sqrt{d}$, and $a < b$:\n\n$$Y = AX$$\n\n"
                             '`$x$` <span title="$t$ x=1">t</span>\n\n```\n$y$\n```\n'))
@@ -78,7 +78,7 @@ def test_only_what_a_learner_may_receive_reaches_feedback(tmp_path):
     pages.write(root, "alice", "01", {**files, "grading-result.json": b"{}"}, "d1")
     assert {p.name for p in (root / "feedback" / "alice" / "01").iterdir()} == set(files)
     assert pages.recorded(root, "alice", "01") == "d1"
-    assert json.loads((root / "autograded" / "alice" / "01" / pages.RECORD_FILE).read_text()) == {"page": "d1"}
+    assert json.loads((root / "autograded" / "alice" / "01" / pages.PAGE_FILE).read_text()) == {"page": "d1"}
     (root / "feedback" / "alice" / "01" / "01.html").unlink()
     assert pages.recorded(root, "alice", "01") is None            # no page: stale whatever the record
 

@@ -8,8 +8,9 @@ import shutil
 import pytest
 from traitlets.config import Config
 
-from attention_grading import gradebook as books
-from attention_grading import standing
+from attention_grading.store import gradebook as books
+from attention_grading.store import grades
+from attention_grading.store import standing
 
 from . import factories
 from .conftest import COURSE_ID, resources, store_lesson
@@ -113,14 +114,14 @@ def test_a_regrade_keeps_the_manual_grade_of_an_unchanged_answer(hand_graded):
     _graded(db_url, learner)                                   # the regrade
     assert _read(db_url).grades[LESSON]["self_weight_answer"][3] is True
     with Gradebook(db_url, COURSE_ID) as gb:
-        kept, changed = standing.keep_confirmed_answers(gb, learner, LESSON, "alice", prior, answered)
+        kept, changed = grades.keep_confirmed_answers(gb, learner, LESSON, "alice", prior, answered)
     assert (kept, changed) == (["self_weight_answer"], [])
     assert _read(db_url).grades[LESSON]["self_weight_answer"] == [None, 0.5, None, False]
 
     learner.cells[-1].source = "A new answer."
     _graded(db_url, learner)
     with Gradebook(db_url, COURSE_ID) as gb:
-        kept, changed = standing.keep_confirmed_answers(gb, learner, LESSON, "alice", prior, answered)
+        kept, changed = grades.keep_confirmed_answers(gb, learner, LESSON, "alice", prior, answered)
     assert (kept, changed) == ([], ["self_weight_answer"])
     assert _read(db_url).grades[LESSON]["self_weight_answer"] == [None, 0.5, None, True]
 
@@ -142,13 +143,13 @@ def test_late_penalties_are_nbgraders(hand_graded, tmp_path):
             with Gradebook(url, COURSE_ID) as gb:
                 gb.grant_extension(LESSON, "alice", days=extension)
         with Gradebook(db_url, COURSE_ID) as gb:
-            standing.reassess_late_penalties(gb, config, LESSON, "alice")
+            grades.late_penalty(gb, config, LESSON, "alice")
         AssignLatePenalties(config=config).preprocess(learner, resources(f"sqlite:///{copy}"))
         ours, stock = _read(db_url), _read(f"sqlite:///{copy}")
         assert ours.penalties == stock.penalties and ours.penalties[LESSON] > 0
     with Gradebook(db_url, COURSE_ID) as gb:
         gb.grant_extension(LESSON, "alice", days=10)
-        standing.reassess_late_penalties(gb, config, LESSON, "alice")
+        grades.late_penalty(gb, config, LESSON, "alice")
     assert _read(db_url).penalties[LESSON] is None
     unconfigured = AssignLatePenalties()
     unconfigured.preprocess(learner, resources(f"sqlite:///{copy}"))
@@ -165,7 +166,7 @@ def test_final_scores_are_nbgrader_exports(hand_graded):
     config.LateSubmissionPlugin.penalty_method = "zero"
     with Gradebook(db_url, COURSE_ID) as gb:
         gb.grant_extension(LESSON, "alice")
-        standing.reassess_late_penalties(gb, config, LESSON, "alice")
+        grades.late_penalty(gb, config, LESSON, "alice")
         (score,) = books.final_scores(gb, [LESSON], ["alice", "nobody"]).values()
         gb.find_submission_notebook(LESSON, LESSON, "alice").late_submission_penalty = 100.0
         gb.db.commit()
@@ -178,7 +179,7 @@ def test_final_scores_are_nbgrader_exports(hand_graded):
 def test_backups_keep_the_newest_copies(db_url, tmp_path):
     """A consistent copy of the SQLite gradebook per call, the newest ``keep`` kept; none for a
     database that is not SQLite."""
-    from attention_grading.safekeeping import GradebookBackup
+    from attention_grading.run.backups import GradebookBackup
 
     backup = GradebookBackup(keep=2, folder=str(tmp_path / "copies"))
     made = [backup.make(db_url) for _ in range(3)]
@@ -193,7 +194,7 @@ def test_the_course_lock_is_held_once_and_dies_with_its_holder(tmp_path):
     import signal
 
     from attention_grading.errors import CourseBusy
-    from attention_grading.safekeeping import course_lock
+    from attention_grading.run.lock import course_lock
 
     pid = os.fork()
     if pid == 0:                                   # the first holder: holds, then is killed
@@ -214,7 +215,7 @@ def test_a_missing_gradebook_is_refused_where_results_are(db_url, tmp_path):
     """No gradebook file, or one without submissions, while autograded/ holds results: refused,
     naming both; nothing to lose (no results) or --new-gradebook: allowed."""
     from attention_grading.errors import GradebookError
-    from attention_grading.safekeeping import check_gradebook
+    from attention_grading.run.backups import check_gradebook
 
     root = tmp_path / "course"
     missing = f"sqlite:///{tmp_path / 'nowhere.db'}"

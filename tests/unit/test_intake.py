@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from attention_grading.intake import IntakeLimits, check_notebook, content_hash, scan, submission_files
+from attention_grading.run.intake import IntakeLimits, check_notebook, content_hash, scan, submission_files
 
 from . import factories
 

@@ -1,5 +1,5 @@
-"""The wire form of a grading job's outcome (``attention_grading.wire``) and how the grader reads a
-Dask worker's reply (``attention_grading.cluster``): data it parses, never a pickle it runs.
+"""The wire form of a grading job's outcome (``attention_grading.run.wire``) and how the grader reads a
+Dask worker's reply (``attention_grading.run.cluster``): data it parses, never a pickle it runs.
 
 In-process, each well under a second. The records are built here (``outcome``, ``job``).
 """
@@ -10,12 +10,12 @@ import pickle
 
 import pytest
 
-from attention_grading.cluster import (RefusedPickle, _error_of, check_address, data_only_loads,
-                                       parse_reply, pickled_names)
+from attention_grading.run.cluster import (RefusedPickle, _error_of, check_address, data_only_loads,
+                                           parse_reply, pickled_names)
 from attention_grading.errors import ClusterError
-from attention_grading.jobs import GradingJob, JobOutcome
+from attention_grading.run.jobs import GradingJob, JobOutcome
 from attention_grading.results import CheckResult, Flag, GradingResult
-from attention_grading.wire import MAGIC, WireError, decode, encode
+from attention_grading.run.wire import MAGIC, WireError, decode, encode
 
 LIMIT, HEADER_LIMIT = 1 << 20, 1 << 16
 
@@ -179,7 +179,7 @@ def test_an_error_the_cluster_sends_is_named_without_unpickling_it():
 def test_a_feedback_jobs_reply_is_read_as_a_feedback_outcome():
     """A feedback-only job (grades changed after grading) comes back as its page: read as a
     ``FeedbackOutcome``; a page named outside its folder fails the job."""
-    from attention_grading.jobs import FeedbackJob, FeedbackOutcome
+    from attention_grading.run.feedback_jobs import FeedbackJob, FeedbackOutcome
 
     feedback_job = FeedbackJob("alice", "01_context_vectors", {}, b"", None, None)
     page = FeedbackOutcome(True, {"01_context_vectors.html": b"<p>page</p>"}, digest="d" * 16)
@@ -193,7 +193,7 @@ def test_a_feedback_jobs_reply_is_read_as_a_feedback_outcome():
 def test_an_answer_its_worker_never_hands_over_fails_its_job_after_the_fetch_timeout():
     """A finished job whose answer Dask cannot fetch (it waits instead of raising) fails that job
     with the reason, once, and is cancelled on the cluster: the run goes on."""
-    from attention_grading.cluster import DaskCluster, DaskPool
+    from attention_grading.run.cluster import DaskCluster, DaskPool
 
     class StalledFuture:
         cancelled = False

@@ -5,9 +5,9 @@ import functools
 import numpy as np
 import pytest
 
-from attention_grading import judge
+from attention_grading.hidden import judge
 from attention_grading.results import MUTATED, PASSED, RAISED, WRONG
-from attention_grading.spec import Bug, Call, Case, Spec
+from attention_grading.hidden.spec import Bug, Call, Case, Spec
 
 
 class Reference:
@@ -28,7 +28,7 @@ SPEC = Spec(name="double", cases=double_cases, outputs=("twice",),
 
 def results_of(function, cases):
     """What the kernel would report for ``function`` on ``cases`` (``kernel_probe`` form)."""
-    from attention_grading import kernel_probe
+    from attention_grading.hidden import kernel_probe
 
     out = []
     for case in cases:
@@ -132,7 +132,7 @@ def test_generate_memory_is_judged_on_the_graders_figures_alone():
     """Lesson 09's cache check reads only the growth the grader measured from outside the kernel:
     growth in proportion to the length passes, a (heads, T, T) array's worth more fails and says
     so, and a call the grader could not measure fails (no figure is taken from the kernel)."""
-    from attention_grading.specs import lesson09_small_gpt as lesson09
+    from attention_grading.hidden.specs import lesson09_small_gpt as lesson09
 
     calls = lesson09.generate_memory_calls(np.random.default_rng(3))
     assert all(call.memory for call in calls) and len({call.args[2] for call in calls}) == 2
@@ -163,7 +163,7 @@ def test_tiled_memory_is_judged_on_growth_and_a_short_call_cannot_buy_credit(mon
     array fails, and so does a boolean causal mask on top of what any call takes in a fresh
     kernel; a short call that takes hundreds of MB for nothing does not make a long call's T × T
     array look in proportion."""
-    from attention_grading.specs import lesson08_long_context as lesson08
+    from attention_grading.hidden.specs import lesson08_long_context as lesson08
 
     monkeypatch.setattr(lesson08, "_spot_error", lambda *args: 0.0)      # the values are not the point here
     monkeypatch.setattr(lesson08, "_attention_error", lambda *args: 0.0)
@@ -236,7 +236,7 @@ def test_tiled_key_blocks_are_judged_on_the_memory_of_a_query_that_meets_all_its
     sequence, fails and says what is missing (in the visible check's words); so does a raise, a
     wrong value, or a call the grader could not measure."""
     from attention_course.long_context import key_block_problem
-    from attention_grading.specs import lesson08_long_context as lesson08
+    from attention_grading.hidden.specs import lesson08_long_context as lesson08
 
     calls = lesson08.memory_calls(np.random.default_rng(7))
     (call,) = [c for c in calls if "key_blocks" in c.note]

@@ -1,12 +1,12 @@
-"""A request's time (attention_grading.kernel_time.Allowance), in-process: the kernel's own time is
+"""A request's time (attention_grading.kernels.kernel_time.Allowance), in-process: the kernel's own time is
 the wall-clock time less the time its main thread waited for a CPU, capped on the wall clock.
 The clock and the run-queue readings are given here; tests/test_kernels.py starves a real kernel."""
 import os
 
 import pytest
 
-from attention_grading import kernel_time
-from attention_grading.kernel_time import Allowance, run_queue_wait
+from attention_grading.kernels import kernel_time
+from attention_grading.kernels.kernel_time import Allowance, run_queue_wait
 
 
 class Machine:

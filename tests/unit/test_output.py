@@ -4,9 +4,9 @@ import datetime
 
 from traitlets.config import Config
 
-from attention_grading import output
-from attention_grading.export import CourseGradesExport
-from attention_grading.gradebook import FinalScore
+from attention_grading.store import grades_table as output
+from attention_grading.cli.export import CourseGradesExport
+from attention_grading.store.gradebook import FinalScore
 
 DUE = datetime.datetime(2026, 1, 5, 12, 0)
 
@@ -79,9 +79,9 @@ def test_open_lessons(tmp_path):
 
 def test_the_summary_names_the_submissions_that_took_longest(tmp_path):
     """make grade's summary ends its first lines with the three longest jobs, longest first."""
-    from attention_grading.grade import GradeRun
+    from attention_grading.cli.grade import RunRecord
 
-    run = GradeRun(root=tmp_path, lessons=["01"], students=["a", "b", "c", "d"])
+    run = RunRecord(root=tmp_path, lessons=["01"], students=["a", "b", "c", "d"])
     run.job_seconds = {("a", "01"): 4.2, ("b", "01"): 95.4, ("c", "01"): 12.0, ("d", "01"): 30.6}
     said = []
     output.print_summary(run, said.append)

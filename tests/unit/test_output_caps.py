@@ -2,7 +2,7 @@
 per cell and per notebook."""
 import pytest
 
-from attention_grading.output_caps import OutputBudget, TooDeep, json_size
+from attention_grading.kernels.output_caps import OutputBudget, TooDeep, json_size
 
 
 def _message(kind, **content):

@@ -1,5 +1,5 @@
 """Reading a learner's folder (``attention_course.regular_files``), the course's collect
-(``attention_course.exchange.OwnedCollect.do_copy``) and intake (``attention_grading.intake``):
+(``attention_course.exchange.OwnedCollect.do_copy``) and intake (``attention_grading.run.intake``):
 regular files of the submission only; links, pipes and hard links named and never followed.
 
 In-process, each well under a second. The hostile folder is built here (``hostile_folder``); the
@@ -112,7 +112,7 @@ def test_collect_copies_only_regular_files_and_writes_the_recorded_time(tmp_path
 def test_intake_reads_no_link_and_names_each(tmp_path):
     """scan names every left-out entry of a submission (a symlinked notebook makes the
     submission ungradable, with why); submission_files carries only regular files."""
-    from attention_grading.intake import scan, submission_files
+    from attention_grading.run.intake import scan, submission_files
 
     root = tmp_path / "course"
     (root / "source" / LESSON).mkdir(parents=True)

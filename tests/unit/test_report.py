@@ -1,7 +1,7 @@
 """report: a class whose figures are known. Autograded maxima and means over autograded checks
 only (a blank written answer is not an autograded zero), the final mean from grades.csv, bars on
 whole scores, kernel deaths, hangs and restarts flagged for review."""
-from attention_grading import report
+from attention_grading.store import report
 from attention_grading.results import CheckResult, GradingResult, NotebookNotes
 
 LESSON = "01"
@@ -76,7 +76,7 @@ def test_the_page_holds_the_figures_and_shows_what_learners_wrote_as_text(tmp_pa
     an unsandboxed run comes first."""
     import dataclasses
 
-    from attention_grading.intake import Problem
+    from attention_grading.run.intake import Problem
 
     hostile = result("eve<script>", [0, 3], None)
     hostile.checks[0] = dataclasses.replace(hostile.checks[0], diagnosis="forgot <b>the scale</b> & more")

@@ -10,7 +10,7 @@ from nbgrader.preprocessors import CheckCellMetadata, DeduplicateIds
 from nbgrader.utils import compute_checksum, determine_grade
 
 from attention_grading.cells import grade_id
-from attention_grading.restore import DropUnreadableMetadata, RestoreCells
+from attention_grading.steps.restore import DropUnreadableMetadata, RestoreCells
 
 from . import factories
 from .conftest import resources, store_lesson

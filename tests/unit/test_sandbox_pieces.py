@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from attention_grading.sandbox import channels, seccomp
-from attention_grading.sandbox.forking import READY, fork_reporting, wait_for
-from attention_grading.sandbox.meter import CgroupMeter, ProcessMeter, meter_for
+from attention_grading.kernels.sandbox import channels, seccomp
+from attention_grading.kernels.sandbox.forking import READY, fork_reporting, wait_for
+from attention_grading.kernels.sandbox.meter import CgroupMeter, ProcessMeter, meter_for
 
 
 # ---------------------------------------------------------------- the fork/status protocol
@@ -241,7 +241,7 @@ def test_the_process_meter_sees_what_a_process_allocated():
 def test_the_cgroup_meter_sees_what_the_sandbox_allocated():
     """Peak memory of a sandbox's own cgroup since start(), read from outside it; a process
     outside every sandbox cgroup gets the process meter."""
-    from attention_grading.sandbox.limits import Cgroups, Limits
+    from attention_grading.kernels.sandbox.limits import Cgroups, Limits
 
     groups = Cgroups(Limits())
     memory = [f for f in groups.folders if "memory" in str(f) or (f / "memory.current").exists()]
@@ -268,7 +268,7 @@ def test_the_cgroup_meter_sees_what_the_sandbox_allocated():
 def test_read_roots_inside_others_are_dropped_and_links_to_one_folder_kept_once(tmp_path):
     """A root inside another is covered by it; two names of one folder (``/bin`` and ``/usr/bin``)
     keep one of them, not neither, the same one whatever the order; everything else stays."""
-    from attention_grading.sandbox.policy import _outermost
+    from attention_grading.kernels.sandbox.policy import _outermost
 
     (tmp_path / "usr" / "bin").mkdir(parents=True)
     (tmp_path / "usr" / "lib" / "python").mkdir(parents=True)
@@ -285,7 +285,7 @@ def test_a_read_root_is_split_open_around_what_it_must_not_show(tmp_path):
     opened on the way listed in ``split``); an entry that is, or links into, the protected folder
     is left out, whichever name the protected folder is given; a root with nothing protected in it
     stays whole, even inside a protected folder (the course's environment lies in the course)."""
-    from attention_grading.sandbox.policy import allow_except
+    from attention_grading.kernels.sandbox.policy import allow_except
 
     site = tmp_path / "site"
     for folder in ("numpy", "grading/attention_grading", "grading/other"):
@@ -307,8 +307,8 @@ def test_a_measurement_kernels_request_starts_empty_and_as_confined(tmp_path):
     the learner's, nothing an earlier kernel left), with the same protected paths, limits and account."""
     import shutil
 
-    from attention_grading.kernels import SandboxRequest
-    from attention_grading.sandbox.limits import Limits
+    from attention_grading.kernels.manager import SandboxRequest
+    from attention_grading.kernels.sandbox.limits import Limits
 
     (tmp_path / "submission").mkdir()
     (tmp_path / "submission" / "numpy.py").write_text("raise SystemExit")

@@ -1,4 +1,4 @@
-"""The sanitiser (``attention_grading.sanitize``), step by step, in process (each well under a second).
+"""The sanitiser (``attention_grading.steps.sanitize``), step by step, in process (each well under a second).
 
 What it stores is read back here the way a browser reads it (``tests/markup.py``: entities
 decoded in attribute values as the HTML5 parsing algorithm decodes them), and no attribute may
@@ -10,7 +10,7 @@ import pytest
 from markup import as_a_browser_reads, script_urls
 from nbgrader.utils import compute_checksum, determine_grade
 
-from attention_grading.sanitize import SanitizeLearnerHTML, active_content, clean, rendered
+from attention_grading.steps.sanitize import SanitizeLearnerHTML, active_content, clean, rendered
 
 from . import factories
 
@@ -185,11 +185,11 @@ def test_learner_outputs_are_cleaned_and_a_malformed_image_is_dropped():
     assert set(data) == {"text/html", "text/plain"} and not script_urls(data["text/html"])
 
 
-# -- Content-Security-Policy (attention_grading.csp) ------------------------------------------------
+# -- Content-Security-Policy (attention_grading.steps.csp) ------------------------------------------------
 
 def test_the_feedback_policy_comes_first_in_the_head_and_allows_no_inline_script():
     """The meta tag precedes every script of the page; scripts only from the page's own origin."""
-    from attention_grading.csp import FEEDBACK_POLICY, with_meta
+    from attention_grading.steps.csp import FEEDBACK_POLICY, with_meta
 
     page = with_meta('<!DOCTYPE html><html><head><meta charset="utf-8"><script src="a.js"></script></head></html>')
     assert page.index("Content-Security-Policy") < page.index("<script")
@@ -204,7 +204,7 @@ def test_the_formgrader_policy_allows_its_template_and_nothing_after_the_noteboo
     import base64
     import hashlib
 
-    from attention_grading.csp import template_policy
+    from attention_grading.steps.csp import template_policy
 
     page = ('<head><script src="/formgrader/static/js/formgrade.js"></script>'
             '<script>var submission_id = "abc";</script>'

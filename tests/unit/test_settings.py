@@ -5,14 +5,14 @@ import os
 import shutil
 import sys
 
-from attention_grading import settings
+from attention_grading.cli import settings
 from attention_grading.course import load_config
 
 from conftest import ROOT
 
 
 def test_the_settings_page_lists_every_setting_as_declared():
-    """The settings page's block is what ``python -m attention_grading.settings`` prints; to
+    """The settings page's block is what ``python -m attention_grading.cli.settings`` prints; to
     refresh it: ``make docs`` (or ``--write docs/settings.md``)."""
     page = (ROOT / "docs" / "settings.md").read_text()
     assert settings.with_table(page) == page, \
@@ -48,9 +48,9 @@ def test_a_setting_in_the_configuration_reaches_the_step_that_uses_it(tmp_path):
     what a kernel's sandbox and a hidden test are given."""
     from traitlets.config import Config
 
-    from attention_grading.execute import GuardedExecute
-    from attention_grading.hidden_tests import ConversationLimits
-    from attention_grading.kernels import SandboxRequest
+    from attention_grading.steps.execute import GuardedExecute
+    from attention_grading.hidden.conversation import ConversationLimits
+    from attention_grading.kernels.manager import SandboxRequest
 
     config = Config()
     config.GuardedExecute.sandbox_limits = {"memory_bytes": 1 << 30}

@@ -2,8 +2,10 @@
 import numpy as np
 import pytest
 
-from attention_grading import spec as spec_module
-from attention_grading.spec import Case, DuplicateSpec, Spec
+from attention_grading.hidden import spec as spec_module
+from attention_grading.hidden import registry
+from attention_grading.hidden.cases import case_generator
+from attention_grading.hidden.spec import Case, DuplicateSpec, Spec
 
 
 def cases(g):
@@ -12,9 +14,8 @@ def cases(g):
 
 def test_a_name_registered_by_another_lesson_fails_loudly(monkeypatch):
     """A second lesson's ``softmax`` may not replace lesson 01's: registering it raises."""
-    spec_module.get("softmax")                                   # every lesson registered
-    monkeypatch.setattr(spec_module, "REGISTRY", dict(spec_module.REGISTRY))
-    with pytest.raises(DuplicateSpec, match="softmax.*already registered by attention_grading.specs.lesson01"):
+    monkeypatch.setattr(spec_module, "REGISTRY", dict(registry.load()))
+    with pytest.raises(DuplicateSpec, match="softmax.*already registered by attention_grading.hidden.specs.lesson01"):
         spec_module.register(Spec(name="softmax", cases=cases))
 
 
@@ -28,13 +29,13 @@ def test_the_same_module_may_register_again(monkeypatch):
 
 def test_an_unknown_test_is_named():
     with pytest.raises(KeyError, match="no hidden test is registered for 'nope'"):
-        spec_module.get("nope")
+        registry.get("nope")
 
 
 def test_cases_differ_per_submission_and_repeat_for_the_same_one():
     """The generator depends on the secret, the submission and the test's name, and on nothing else."""
     def draw(secret, submission, name="softmax"):
-        return spec_module.case_generator(secret, submission, name).normal(size=4)
+        return case_generator(secret, submission, name).normal(size=4)
 
     assert np.array_equal(draw(b"s", "a"), draw(b"s", "a"))
     assert not np.array_equal(draw(b"s", "a"), draw(b"s", "b"))
@@ -45,9 +46,9 @@ def test_cases_differ_per_submission_and_repeat_for_the_same_one():
 def test_every_registered_test_draws_its_cases_from_the_generator_it_is_given():
     """Two generators give two different sets of inputs for every lesson's hidden tests (a fixed
     input would be an answer a learner could record and hard-code)."""
-    from attention_grading import kernel_probe
+    from attention_grading.hidden import kernel_probe
 
-    spec_module.get("softmax")
+    registry.get("softmax")
     fixed = []
     for name, spec in sorted(spec_module.REGISTRY.items()):
         if name == "trained_model":            # one training run; its data are the library's own

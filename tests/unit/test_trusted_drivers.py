@@ -10,10 +10,13 @@ import pytest
 import attention_reference as R
 from attention_course import capstone as task
 from attention_course import small_gpt
-from attention_grading import spec as spec_module
-from attention_grading.hidden_tests import plan_calls, run_locally
-from attention_grading.specs import lesson07_capstone as capstone_spec
-from attention_grading.specs import lesson09_small_gpt as gpt_spec
+from attention_grading.hidden import spec as spec_module
+from attention_grading.hidden import registry
+from attention_grading.hidden.cases import case_generator
+from attention_grading.hidden.calls import plan_calls
+from attention_grading.hidden.in_process import run_locally
+from attention_grading.hidden.specs import lesson07_capstone as capstone_spec
+from attention_grading.hidden.specs import lesson09_small_gpt as gpt_spec
 from attention_reference import capstone as C
 from attention_reference import gpt as G
 
@@ -29,8 +32,8 @@ def ignores_temperature(logits, temperature, top_k, rng):
 
 
 def _verdict(name, namespace):
-    spec = spec_module.get(name)
-    return run_locally(spec, R, namespace, spec_module.case_generator(b"trusted-drivers", "submission", name))
+    spec = registry.get(name)
+    return run_locally(spec, R, namespace, case_generator(b"trusted-drivers", "submission", name))
 
 
 def _drive(driver, case, namespace):
@@ -50,8 +53,7 @@ def _drive(driver, case, namespace):
 def test_no_case_names_a_library_function_of_the_kernel():
     """Every hidden test targets a function of the learner's (no course library function, which
     the learner could rebind in the kernel, is called there)."""
-    spec_module.get("softmax")              # registers every lesson's specs
-    assert all(isinstance(spec.target, spec_module.Learner) for spec in spec_module.REGISTRY.values())
+    assert all(isinstance(spec.target, spec_module.Learner) for spec in registry.load().values())
     assert not hasattr(spec_module, "Library")
 
 
@@ -92,8 +94,8 @@ def test_the_sampling_driver_is_draw_samples():
 
 def test_a_driven_case_is_one_batch_the_conversation_fills_in():
     """plan_calls leaves a driven case's calls to its driver: one placeholder batch per case."""
-    spec = spec_module.get("adam_trains_the_model")
-    g = spec_module.case_generator(b"k", "s", spec.name)
+    spec = registry.get("adam_trains_the_model")
+    g = case_generator(b"k", "s", spec.name)
     cases = spec.cases(g)
     batches, _, _, _ = plan_calls(spec, cases, g)
     assert [type(b).__name__ for b in batches] == ["Driven"] * len(cases)

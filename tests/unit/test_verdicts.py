@@ -7,9 +7,8 @@ import pytest
 from nbgrader.utils import determine_grade
 
 from attention_grading.cells import unscored
-from attention_grading.execute import NOTES_KEY
-from attention_grading.results import RAN, NotebookNotes, Verdict
-from attention_grading.verdicts import ApplyVerdicts, SaveVerdicts
+from attention_grading.results import NOTES_KEY, RAN, NotebookNotes, Verdict
+from attention_grading.steps.verdicts import ApplyVerdicts, SaveVerdicts
 
 from . import factories
 from .conftest import resources, store_lesson

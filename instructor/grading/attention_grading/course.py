@@ -7,6 +7,17 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from .paths import COURSE_ROOT
 
+# What nbgrader itself writes beside a submitted notebook (``submit``, ``collect``): the
+# submission's time and secret. They travel with it to autograded/ and feedback/
+# (``release_feedback`` reads the secret); they are never a learner's own files.
+NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")
+# The grader's own files beside an autograded notebook, never a learner's (nbgrader_config.py's
+# CourseDirectory.ignore keeps "grading-*.json" out of feedback/ and of what is copied from submitted/).
+NOTES_FILE = "grading-notes.json"       # results.NotebookNotes: what happened while it ran
+RESULT_FILE = "grading-result.json"     # results.GradingResult: what the store recorded
+PAGE_FILE = "grading-feedback.json"     # what its feedback page was made from (store.pages)
+GRADER_FILES = (NOTES_FILE, RESULT_FILE)
+
 
 def load_config(root=None):
     """The traitlets Config of ``<root>/nbgrader_config.py`` (root defaults to this course)."""

@@ -3,9 +3,9 @@
 - ``well_formed``: a notebook's JSON may hold any code point its escapes can write, lone UTF-16
   surrogates (``"\\ud800"``) included, which no UTF-8 file, message or database can hold: each
   becomes U+FFFD, so that everything a notebook holds is graded (a cell that cannot run then
-  scores 0) and never fails the grading. ``WellFormedText`` does it to a whole notebook (sources,
-  outputs, metadata, attachments), before anything else reads it and after the kernel added its
-  outputs.
+  scores 0) and never fails the grading. ``steps.well_formed_text.WellFormedText`` does it to a
+  whole notebook (sources, outputs, metadata, attachments), before anything else reads it and
+  after the kernel added its outputs.
 - ``scrubbed``: what a learner's code says while a hidden test runs (an exception's type and
   message, a warning) reaches the verdict, and the verdict reaches the feedback. The hidden cases
   must not: the text keeps its words and small integers (an axis, a shape), loses every number
@@ -14,7 +14,6 @@
 """
 import re
 
-from nbgrader.preprocessors import NbGraderPreprocessor
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -81,14 +80,3 @@ def scrubbed_name(name):
     """An exception's type name as a learner's code raised it: a short identifier, or "Exception"."""
     name = scrubbed(name, 60)
     return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name) else "Exception"
-
-
-class WellFormedText(NbGraderPreprocessor):
-    """Every string of the notebook ``well_formed`` (its cells, outputs, metadata, attachments)."""
-
-    def preprocess(self, nb, resources):
-        well_formed_value(nb)
-        return nb, resources
-
-    def preprocess_cell(self, cell, resources, index):
-        return cell, resources

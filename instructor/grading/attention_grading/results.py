@@ -1,13 +1,13 @@
 """The result model of grading: typed records that every later step reads, and nothing re-parses.
 
-- ``Verdict``: one hidden test, decided by the grader (``hidden_tests``) from what the kernel
+- ``Verdict``: one hidden test, decided by the grader (``hidden.decide``) from what the kernel
   returned; its ``diagnosis`` is the catalogued mistake as data, never found again in a message.
 - ``CheckResult``: one graded cell of a submission (like Otter's ``TestCaseResult``).
 - ``NotebookNotes``: what happened while a notebook ran (verdicts, crashes, hangs, restored cells),
   written by the executor and the verdict step into ``grading-notes.json``.
 - ``GradingResult``: one submission (student × lesson): scores per check, flags, failure reason,
-  timings; made by the grading job, consumed by the gradebook writer, ``grades.csv``, the table,
-  the report and the command line.
+  timings; made by the grading job (its notes), completed by the store (its checks, read back from
+  the gradebook), read by ``grades.csv``, the table, the report and the command line.
 """
 import json
 from dataclasses import asdict, dataclass, field, fields
@@ -23,6 +23,14 @@ CRASHED = "crashed"        # the kernel died during the test
 NOT_RUN = "not_run"        # the test could not start (the visible part of its cell failed, ...)
 REFUSED = "refused"        # the kernel broke the grading protocol
 RAN = "ran"                # a graded cell without a hidden test ran without an error (the kernel's word)
+
+# Where a notebook's notes travel: nbgrader's resources (``resources[NOTES_KEY]``, a
+# ``NotebookNotes`` dict: from ``GuardedExecute`` to the verdict steps) and the notebook's own
+# metadata (``nb.metadata[NOTES_KEY]``: what the restoring steps did, for ``GuardedExecute``).
+NOTES_KEY = "attention_grading"
+# Where a grading job puts the lesson's cells as the gradebook holds them (``store.lessons.LessonBook``),
+# so that the restoring steps need no gradebook: ``resources[LESSON_KEY]``.
+LESSON_KEY = "attention_grading_lesson"
 
 # Check statuses
 CHECK_PASSED, CHECK_FAILED, CHECK_AWAITING = "passed", "failed", "awaiting manual grading"

@@ -3,7 +3,7 @@
 Instructor-only: it lives outside the installable learner package and outside
 ``source/<lesson>/`` (nbgrader copies every non-notebook file there into the
 release). Hidden tests never import it inside a learner's kernel; the judge
-process does (see ``attention_grading.judge``).
+process does (see ``attention_grading.hidden.judge``).
 
 Conventions (COURSE.md): token vectors are rows, float64 everywhere, inputs are
 never mutated, leading batch dimensions are allowed, masks are boolean with

@@ -15,7 +15,7 @@ The causal mask (``causal=True``) lets position i read positions j <= i. The los
 mean cross-entropy over the positions whose target is >= 0. ``top1`` has no gradient
 through the choice itself: its scores get exactly zero gradient.
 
-The mistakes learners make live with the hidden tests (``attention_grading.specs.lesson07_mistakes``).
+The mistakes learners make live with the hidden tests (``attention_grading.hidden.specs.lesson07_mistakes``).
 """
 import numpy as np
 

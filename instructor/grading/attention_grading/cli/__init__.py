@@ -1,0 +1,1 @@
+"""The command lines: make grade, release, new-lesson, settings; nbgrader's export plugin, the formgrader's CSP."""

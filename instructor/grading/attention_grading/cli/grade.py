@@ -1,0 +1,333 @@
+"""``make grade``: autograde every submission in parallel, write feedback, grades.csv (also by
+learner, for a learning-management system) and a report.
+
+Usage: python -m attention_grading.cli.grade [--root DIR] [--workers N] [--lesson ID ...]
+                                         [--student ID ...] [--force] [--db-url URL]
+                                         [--job-timeout SECONDS] [--unsandboxed]
+                                         [--scheduler tls://HOST:8786] [--insecure-cluster]
+                                         [--feedback-only] [--new-gradebook] [--wait]
+                                         [--no-feedback] [--no-report]
+
+A run reads top to bottom, data flowing one way (docs/architecture.md):
+
+- plan (``run.plan``): what is in ``submitted/`` (``run.intake``), what is graded already (content
+  hashes), one self-contained job per submission (``run.jobs.GradingJob``);
+- run: the jobs on ``run.pool`` workers, or with ``--scheduler`` on a Dask cluster's workers
+  (``run.cluster``): the course's steps applied to each notebook (``run.autograde``), no gradebook;
+  each returns its autograded notebook and verdicts;
+- store (``store.gradebook.save``, the only writer of the course gradebook and ``autograded/``):
+  the scores, kept manual grades and late penalty of each submission, in one function
+  (``store.grades.apply``);
+- publish (``publish``): the penalties of the others follow manual grades and extensions, every
+  stale feedback page is rendered once, by feedback jobs on the same workers, from what the
+  gradebook holds; then ``grades.csv`` and ``grades-by-learner.csv`` (``export``, nbgrader's export
+  plugin), the table and summary (``store.grades_table``), the report (``store.report``).
+
+``submitted/`` is only ever read. One run at a time holds a course (``run.lock``); a SQLite
+gradebook is copied before each run (``run.backups``);
+Ctrl-C stops after the save in progress and writes what was saved. Exit status: 0, or 1 when
+some submission could not be graded, 2 for an unknown lesson or student, 75 when another run
+holds the course, 130 after Ctrl-C.
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from traitlets import Float, Int
+from traitlets.config import Configurable
+
+from ..course import environment_tools_on_path
+from ..errors import CourseError
+from ..run.backups import GradebookBackup, check_gradebook
+from ..run.cluster import ClusterLost, DaskCluster, DaskPool, check_address
+from ..run.cluster_tls import ClusterTLS
+from ..run.intake import Problem, scan
+from ..run.jobs import run_job
+from ..run.lock import course_lock, deferred_interrupt
+from ..run.plan import check_students, open_course, plan, select_lessons
+from ..run.pool import LocalPool, run_with_second_attempt
+from ..store import gradebook as books
+from ..store.grades_table import print_summary
+from ..store.lessons import Templates
+from .progress import progress
+from .publish import publish, refresh, render_pages
+
+
+class GradingRun(Configurable):
+    """``make grade``'s own settings (``c.GradingRun.<name>``; its command-line flags override them)."""
+
+    workers = Int(0, help="Grading processes on this machine (0: one per core).").tag(config=True)
+    job_timeout = Float(900.0, help="Seconds one submission may take in all in make grade (its grading "
+                        "process is killed past that; the notebook's own limit is "
+                        "GuardedExecute.notebook_timeout).").tag(config=True)
+
+
+@dataclass
+class RunRecord:
+    """What one ``make grade`` did (returned by ``grade``; the command line prints it)."""
+    root: Path
+    lessons: list
+    students: list
+    graded: list = field(default_factory=list)            # (student, lesson) graded now
+    skipped: int = 0
+    failed: dict = field(default_factory=dict)            # (student, lesson): why, class-wide
+    problems: list = field(default_factory=list)          # intake.Problem
+    rows: list = field(default_factory=list)              # grades.csv
+    lms_lessons: list = field(default_factory=list)       # the lessons of grades-by-learner.csv
+    feedback_failures: list = field(default_factory=list)  # (student, lesson, why)
+    feedback_written: int = 0                             # pages written now
+    feedback_current: int = 0                             # pages already made from today's grades
+    pages: set = field(default_factory=set)               # (student, lesson) whose page was written now
+    feedback_cpu: float = 0.0                             # this process's CPU seconds on feedback pages
+    second_attempts: dict = field(default_factory=dict)   # (student, lesson): why the first failed
+    kept_manual: dict = field(default_factory=dict)       # (student, lesson): written answers kept
+    changed_manual: dict = field(default_factory=dict)    # (student, lesson): answers to confirm
+    sandboxed: bool = True
+    seconds: float = 0.0
+    job_seconds: dict = field(default_factory=dict)       # (student, lesson): its last attempt's seconds
+    only_students: list = field(default_factory=list)     # --student filters (empty: everyone)
+    cluster_lost: str = ""                                # why a Dask cluster stopped the run
+    not_graded: list = field(default_factory=list)        # (student, lesson) left for the next run
+    interrupted: bool = False                             # Ctrl-C
+    backup: Path = None                                   # the copy of the gradebook made first
+    feedback_only: bool = False
+
+    def selected(self, key):
+        student, lesson = key
+        return lesson in self.lessons and (not self.only_students or student in self.only_students)
+
+    @property
+    def failed_in_selection(self):
+        return {key: why for key, why in self.failed.items() if self.selected(key)}
+
+
+def _save_log(root, key, text, attempt=1):
+    folder = Path(root) / "grading-report" / "logs"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{key[0]}__{key[1]}.attempt{attempt}.log").write_text(text)
+    except OSError:
+        pass
+
+
+class _Pools:
+    """The workers of a run, started when first needed: this machine's, or a Dask cluster's.
+    ``workers``, ``job_timeout`` and ``scheduler`` override the course's settings (``GradingRun``,
+    ``DaskCluster``); ``insecure_cluster`` accepts a ``tcp://`` scheduler. A scheduler address the
+    course refuses is refused here, before anything is done."""
+
+    def __init__(self, course, workers, job_timeout, scheduler, sandboxed, log, insecure_cluster=False):
+        config = course.config
+        settings, self.cluster = GradingRun(config=config), DaskCluster(config=config)
+        workers = workers or settings.workers or os.cpu_count() or 1
+        scheduler = self.cluster.scheduler if scheduler is None else scheduler
+        self.cluster.insecure = self.cluster.insecure or insecure_cluster
+        if scheduler:
+            check_address(scheduler, self.cluster.insecure)
+        self.tls_folder = ClusterTLS(config=config).path(course.root)
+        self.args = workers, job_timeout or settings.job_timeout, scheduler, sandboxed, log
+        self.pool = None
+
+    def get(self):
+        if self.pool is None:
+            workers, job_timeout, scheduler, sandboxed, log = self.args
+            self.pool = (DaskPool(scheduler, job_timeout, sandboxed=sandboxed, log=log, settings=self.cluster,
+                                  tls_folder=self.tls_folder)
+                         if scheduler else LocalPool(workers, job_timeout))
+        return self.pool
+
+    def close(self, at_once=False):
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            (getattr(pool, "terminate", pool.close) if at_once else pool.close)()
+
+
+def grade(root=None, lessons=None, students=None, workers=None, force=False, db_url=None,
+          feedback=True, report=True, job_timeout=None, unsandboxed=False, scheduler=None,
+          feedback_only=False, new_gradebook=False, wait=False, insecure_cluster=False, log=print):
+    """Grade what is selected; write the class's grades.csv and report; return a ``RunRecord``.
+    ``workers``, ``job_timeout`` and ``scheduler`` (the address of a Dask scheduler whose workers
+    grade instead of this machine: ``tls://``, with the course's certificates) override the course's
+    settings (``GradingRun``, ``DaskCluster``); ``insecure_cluster`` accepts a ``tcp://`` one;
+    ``feedback_only``: grade nothing, only render the pages whose grades changed (``make
+    feedback``); ``new_gradebook``: start a new gradebook although autograded/ holds results."""
+    t0 = time.time()
+    course, sandboxed = open_course(root, db_url, unsandboxed, log)
+    lessons = select_lessons(course.lessons, lessons)
+    pools = _Pools(course, workers, job_timeout, scheduler, sandboxed, log, insecure_cluster)
+    with course_lock(course.root, wait, log):
+        check_gradebook(course.db_url, course.course_id, course.root, allow_new=new_gradebook)
+        backup = GradebookBackup(config=course.config).make(course.db_url)
+        run = _run(course, lessons, students, force, feedback, report, sandboxed, feedback_only, pools, log)
+        run.backup = backup
+    run.seconds = time.time() - t0
+    print_summary(run, log)
+    return run
+
+
+def _run(course, lessons, students, force, feedback, report, sandboxed, feedback_only, pools, log):
+    """Plan, run, store and publish (inside the course's lock)."""
+    from nbgrader.api import Gradebook
+
+    units, problems = scan(course.root, course.lessons, limits=course.intake)    # the whole class, for grades.csv
+    with Gradebook(course.db_url, course.course_id) as gb:
+        roster = sorted({u.student for u in units} | {p.student for p in problems if p.student}
+                        | {s.id for s in gb.students})
+    check_students(students, roster)
+    chosen = [u for u in units if u.lesson in lessons and (not students or u.student in students)]
+    for problem in problems:
+        if (problem.lesson in lessons or not problem.lesson) and (not students or problem.student in students):
+            log(str(problem))
+    run = RunRecord(course.root, lessons, roster, problems=problems, sandboxed=sandboxed,
+                   only_students=list(students or []), feedback_only=feedback_only)
+    run.failed = {(p.student, p.lesson): p.message for p in problems if p.fatal}
+    scratch = Path(tempfile.mkdtemp(prefix="attention-grade-"))
+    try:
+        if not feedback_only:
+            _grade(run, course, plan(course, lessons, chosen, force, scratch, log), pools, log)
+        stale = refresh(run, course, chosen, feedback, force and feedback_only)
+        if stale and not run.cluster_lost:
+            render_pages(run, course, stale, Templates(course.db_url, course.course_id, scratch), pools)
+    except KeyboardInterrupt:
+        run.interrupted = True
+        pools.close(at_once=True)
+    except ClusterLost as exc:
+        run.cluster_lost = str(exc)
+    finally:
+        pools.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+    publish(run, course, report, students, log)
+    return run
+
+
+def _grade(run, course, found, pools, log):
+    """Run the planned jobs; store what each brings back as it comes."""
+    planned = {entry.job.key: entry for entry in found.jobs}
+    jobs, unrecorded = [entry.job for entry in found.jobs], found.unrecorded
+    run.skipped = found.skipped
+    if run.skipped:
+        log(f"{run.skipped} submission(s) already graded and unchanged: skipped (--force regrades them)")
+    pool = pools.get() if jobs else None
+    where = f" on the Dask cluster at {pools.args[2]}" if isinstance(pool, DaskPool) else ""
+    log(f"grading {len(jobs)} submission(s) of {len(run.lessons)} lesson(s) with "
+        f"{pool.workers if pool else pools.args[0]} worker(s){where}")
+    first_failures = {}
+
+    def keep(job, outcome, attempt):
+        """Save a job's outcome in the course; None, or why it could not be kept."""
+        run.job_seconds[job.key] = outcome.result.seconds
+        if not outcome.ok:
+            if outcome.log:
+                _save_log(course.root, job.key, outcome.log, attempt)
+            books.record_failure(course.root, outcome.result)
+            first_failures.setdefault(job.key, outcome.message or "autograde failed")
+            return outcome.message or "autograde failed"
+        if attempt == 2 and job.key in first_failures:
+            outcome.result.first_failure = first_failures[job.key]
+        try:
+            with deferred_interrupt():          # Ctrl-C waits for the save to end
+                entry = planned[job.key]
+                books.save(course.root, course.db_url, course.course_id, outcome, course.config,
+                           entry.prior, entry.answered)
+                run.graded.append(job.key)
+                _note_manual(run, job.key, outcome.result)
+            return None
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:
+            return f"could not save the grades: {type(exc).__name__}: {exc}"
+
+    turned_down = {}
+    if jobs:
+        with progress(len(jobs), "autograde") as bar:
+            try:
+                turned_down, run.second_attempts = run_with_second_attempt(pool, run_job, jobs, bar, keep)
+            except (ClusterLost, KeyboardInterrupt) as exc:
+                run.not_graded = [job.key for job in jobs if job.key not in run.graded]
+                if isinstance(exc, ClusterLost):
+                    run.cluster_lost = str(exc)
+                else:
+                    raise
+    why = {**{key: (message, message) for key, message in unrecorded.items()},
+           **{key: (message, f"autograde failed: {message}") for key, message in turned_down.items()}}
+    for (student, lesson), (message, said) in why.items():
+        run.failed[student, lesson] = message
+        problem = Problem(student, lesson, f"submitted/{student}/{lesson}/{lesson}.ipynb", said)
+        run.problems.append(problem)
+        log(str(problem))
+
+
+def _note_manual(run, key, result):
+    if result.kept_manual:
+        run.kept_manual[key] = result.kept_manual
+    if result.changed_manual:
+        run.changed_manual[key] = result.changed_manual
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default=None, help="course folder (default: this course)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="parallel graders (default: c.GradingRun.workers, else the number of cores)")
+    parser.add_argument("--lesson", action="append", default=None, help="grade only this lesson (repeatable)")
+    parser.add_argument("--student", action="append", default=None, help="grade only this student (repeatable)")
+    parser.add_argument("--force", action="store_true", help="regrade what is already graded")
+    parser.add_argument("--db-url", default=None, help="gradebook URL (default: nbgrader_config's db_url)")
+    parser.add_argument("--job-timeout", type=float, default=None,
+                        help="seconds one submission may take in all (default: c.GradingRun.job_timeout, 900)")
+    parser.add_argument("--unsandboxed", action="store_true",
+                        help="grade even where kernels cannot be sandboxed (learner code then runs with "
+                             "your rights: only for submissions you trust)")
+    parser.add_argument("--scheduler", default=None,
+                        help="grade on the workers of the Dask scheduler at this address, e.g. "
+                             "tls://HOST:8786 (default: c.DaskCluster.scheduler, which nbgrader_config.py "
+                             "reads from ATTENTION_DASK_SCHEDULER; else this machine)")
+    parser.add_argument("--insecure-cluster", action="store_true",
+                        help="accept a tcp:// scheduler, neither authenticated nor encrypted (anyone who "
+                             "reaches it can run code on its workers and forge grades)")
+    parser.add_argument("--no-feedback", action="store_true", help="write no feedback pages")
+    parser.add_argument("--feedback-only", action="store_true",
+                        help="grade nothing: render again the feedback pages whose grades, comments or "
+                             "penalties changed (make feedback); with --force, every selected page")
+    parser.add_argument("--new-gradebook", action="store_true",
+                        help="start a new gradebook although autograded/ holds grading results (every "
+                             "submission is graded again; manual grades of the old one are not in it)")
+    parser.add_argument("--wait", action="store_true",
+                        help="if another make grade is running on this course, wait for it rather than stop")
+    parser.add_argument("--no-report", action="store_true", help="skip grading-report/")
+    args = parser.parse_args(argv)
+    import warnings
+
+    environment_tools_on_path()
+    warnings.filterwarnings("ignore", module="nbgrader")
+    warnings.filterwarnings("ignore", message=".*not in session.*")
+    try:
+        run = grade(args.root, args.lesson, args.student, args.workers, args.force, args.db_url,
+                    feedback=not args.no_feedback, report=not args.no_report, job_timeout=args.job_timeout,
+                    unsandboxed=args.unsandboxed, scheduler=args.scheduler, feedback_only=args.feedback_only,
+                    new_gradebook=args.new_gradebook, wait=args.wait, insecure_cluster=args.insecure_cluster)
+    except CourseError as exc:
+        print(str(exc), file=sys.stderr)
+        return exc.exit_status
+    except KeyboardInterrupt:            # before grading began, or while writing the class files
+        print("\nstopped (Ctrl-C): what was saved is kept; run make grade again to go on.", file=sys.stderr)
+        return 130
+    if run.interrupted:
+        print("exit status 130: stopped by Ctrl-C (see above).", file=sys.stderr)
+        return 130
+    if run.cluster_lost:
+        print(f"exit status 1: the cluster went away: {run.cluster_lost}", file=sys.stderr)
+        return 1
+    if run.failed_in_selection or run.feedback_failures:
+        print("exit status 1: not everything could be graded (see above).", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

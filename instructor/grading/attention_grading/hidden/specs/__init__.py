@@ -1,0 +1,1 @@
+"""One module per lesson, each registering its hidden tests (``spec.register``) when ``registry`` imports it."""

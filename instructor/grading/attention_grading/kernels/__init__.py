@@ -1,0 +1,1 @@
+"""Kernels: the sandbox, the kernel manager and zygote, time limits, output caps, recovery."""

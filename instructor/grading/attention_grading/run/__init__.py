@@ -1,0 +1,1 @@
+"""Running grading jobs: intake, jobs, local and Dask pools, the wire form, the course lock."""

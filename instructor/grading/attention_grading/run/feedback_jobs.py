@@ -1,0 +1,114 @@
+"""One feedback job: a graded submission and its standing in the course gradebook in, its
+feedback page out, rendered by stock nbgrader ``GenerateFeedback`` with the course's feedback steps.
+
+Feedback is rendered once per page, after the store: from the autograded notebook and what the
+course gradebook holds of the submission (``store.standing.Standing``: its grades, the
+instructor's, comments, late penalty), carried as data and seeded into a small gradebook of the
+lesson's (``store.lessons.make_template``) in a scratch course, since ``GenerateFeedback`` reads
+its grades from a gradebook. It runs on the same workers as grading jobs (a pool's, or a Dask
+cluster's); what it returns is plain data.
+"""
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..store import standing as standings
+from .jobs import _capture, failure_message
+
+
+def coursedir_for(config, root, db_url, lesson, student):
+    import copy
+
+    from nbgrader.coursedir import CourseDirectory
+
+    config = copy.deepcopy(config)
+    config.CourseDirectory.root = str(root)
+    config.CourseDirectory.db_url = db_url
+    coursedir = CourseDirectory(config=config)
+    coursedir.assignment_id = lesson
+    coursedir.student_id = student
+    return config, coursedir
+
+
+def _scratch_gradebook(scratch, template, prior):
+    """The job's gradebook: the lesson's template, holding the submission as the course gradebook
+    does (``prior``: manual grades, comments, extension) when it is there. Returns its URL."""
+    from nbgrader.api import Gradebook
+
+    (scratch / "gradebook.db").write_bytes(template)
+    db_url = f"sqlite:///{scratch / 'gradebook.db'}"
+    if prior is not None:
+        with Gradebook(db_url) as gb:
+            standings.seed(gb, prior)
+    return db_url
+
+
+def render_feedback(scratch, db_url, job, config):
+    """Stock nbgrader ``GenerateFeedback`` (the course's feedback steps) in the scratch course
+    ``scratch``, whose gradebook holds the submission's grades; returns ({file: bytes} of what a
+    learner may receive, the digest of the standing it was rendered from)."""
+    from nbgrader.api import Gradebook
+    from nbgrader.converters import GenerateFeedback
+
+    from ..store.pages import learner_files
+
+    _, coursedir = coursedir_for(config, scratch, db_url, job.lesson, job.student)
+    feedback = GenerateFeedback(coursedir=coursedir, config=config)
+    feedback.force = True
+    buffer = _capture(feedback, f"attention-feedback.{job.student}.{job.lesson}")
+    try:
+        feedback.start()
+    except Exception as exc:
+        raise RuntimeError(failure_message(exc, buffer.getvalue())) from None
+    with Gradebook(db_url) as gb:
+        digest = standings.read(gb, job.lesson, job.student).digest()
+    return learner_files(scratch / "feedback" / job.student / job.lesson, job.lesson), digest
+
+
+@dataclass
+class FeedbackJob:
+    """Render a graded submission's feedback again (its grades or comments changed)."""
+    student: str
+    lesson: str
+    autograded: dict               # {relative path: bytes} of autograded/<student>/<lesson>/
+    template: bytes                # a SQLite gradebook holding only this lesson
+    standing: object               # standing.Standing in the course gradebook
+    config: object
+
+    @property
+    def key(self):
+        return self.student, self.lesson
+
+    def failure(self, message, retry=True):
+        return FeedbackOutcome(False, message=message, retry=retry)
+
+
+@dataclass
+class FeedbackOutcome:
+    ok: bool
+    feedback: dict[str, bytes] = field(default_factory=dict)   # {file name: bytes}
+    digest: str = ""               # the standing.Standing digest the page was rendered from
+    message: str = ""
+    seconds: float = 0.0
+    retry: bool = True
+
+
+def run_feedback(job):
+    """The feedback page of one graded submission, in a scratch course; never raises."""
+    started = time.time()
+    scratch = Path(tempfile.mkdtemp(prefix="attention-feedback-"))
+    try:
+        folder = scratch / "autograded" / job.student / job.lesson
+        for name, data in job.autograded.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(data)
+        db_url = _scratch_gradebook(scratch, job.template, job.standing)
+        config, _ = coursedir_for(job.config, scratch, db_url, job.lesson, job.student)
+        files, digest = render_feedback(scratch, db_url, job, config)
+        return FeedbackOutcome(True, files, digest, seconds=time.time() - started)
+    except Exception as exc:
+        return FeedbackOutcome(False, message=failure_message(exc, ""), seconds=time.time() - started)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

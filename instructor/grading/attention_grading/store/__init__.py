@@ -1,0 +1,1 @@
+"""The course's records: the gradebook, standings, feedback pages, the grades table, the report."""

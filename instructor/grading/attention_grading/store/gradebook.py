@@ -1,0 +1,139 @@
+"""The course gradebook's one writer of graded submissions (``save``), and what it recorded:
+each submission's result (``grading-result.json``), whether it is graded already, the final scores
+nbgrader's export computes.
+
+Only the process that runs ``make grade`` calls ``save``: jobs grade with no gradebook at all and
+hand back the autograded notebook and its verdicts, which ``save`` records with ``grades.apply``
+(the scores, the kept manual grades, the late penalty). The lessons in the gradebook are
+``lessons``'.
+"""
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from ..course import RESULT_FILE
+from ..results import GradingResult
+from . import grades, standing
+
+
+
+def save(root, db_url, course_id, outcome, config, prior=None, answered=None):
+    """Store a graded submission: ``autograded/<student>/<lesson>/`` (the job's files), its grades
+    in the gradebook (``grades.apply``, the one place scores, kept manual grades and the late
+    penalty are written), its result with the checks read back from them (``grading-result.json``).
+    ``prior``: the submission's ``standing.Standing`` before this grading; ``answered``: the
+    digests of its written answers then. Returns its standing now."""
+    import nbformat
+    from nbgrader.api import Gradebook
+
+    result = outcome.result
+    folder = Path(root) / "autograded" / result.student / result.lesson
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    for name, data in outcome.autograded.items():
+        path = folder / name
+        if folder.resolve() not in path.resolve().parents:
+            continue                                   # a path that leaves the folder: never written
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    nb = nbformat.read(folder / f"{result.lesson}.ipynb", as_version=4)
+    with Gradebook(db_url, course_id) as gb:
+        gb.update_or_create_student(result.student)
+        kwargs = {"timestamp": result.timestamp} if result.timestamp else {}
+        gb.update_or_create_submission(result.lesson, result.student, **kwargs)
+        result.kept_manual, result.changed_manual = grades.apply(gb, nb, result.student, result.lesson, result.notes,
+                                                                 config, prior, answered)
+        grades.fill_result(gb, nb, result)
+        now = standing.read(gb, result.lesson, result.student)
+    (folder / RESULT_FILE).write_text(result.to_json())
+    return now
+
+
+def record_failure(root, result):
+    """Remember why a submission could not be graded (grades.csv says so until it is graded)."""
+    folder = Path(root) / "autograded" / result.student / result.lesson
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / RESULT_FILE).write_text(result.to_json())
+
+
+def load_result(root, student, lesson):
+    """The GradingResult recorded for a submission, or None."""
+    path = Path(root) / "autograded" / student / lesson / RESULT_FILE
+    try:
+        return GradingResult.from_json(path.read_text())
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def load_results(root):
+    """{(student, lesson): GradingResult} of every submission the grader recorded in autograded/."""
+    results = {}
+    for path in sorted(Path(root, "autograded").glob(f"*/*/{RESULT_FILE}")):
+        result = load_result(root, path.parent.parent.name, path.parent.name)
+        if result is not None:
+            results[result.student, result.lesson] = result
+    return results
+
+
+def already_graded(root, gb, student, lesson, submission_sha256, lesson_sha256):
+    """Graded before from exactly these files and this lesson source (content hashes recorded by
+    the grader, never file times), and the gradebook holds its scores."""
+    from nbgrader.api import MissingEntry
+
+    result = load_result(root, student, lesson)
+    if result is None or result.submission_sha256 != submission_sha256 or result.lesson_sha256 != lesson_sha256:
+        return False
+    try:
+        submission = gb.find_submission(lesson, student)
+    except MissingEntry:
+        return False
+    return any(g.auto_score is not None for nb in submission.notebooks for g in nb.grades)
+
+
+@dataclass
+class FinalScore:
+    """A submission's grade as nbgrader's own export computes it: the gradebook's score (manual
+    grades and extra credit included) less the late penalty, never below 0."""
+    raw: float
+    penalty: float
+    max_score: float
+    needs_manual: bool
+    timestamp: Optional[str] = None
+
+    @property
+    def score(self):
+        return max(0.0, self.raw - self.penalty)
+
+
+def final_scores(gb, lessons, students):
+    """{(student, lesson): FinalScore} of every submission in the gradebook."""
+    from nbgrader.api import MissingEntry
+
+    scores = {}
+    for lesson in lessons:
+        for student in students:
+            try:
+                submission = gb.find_submission(lesson, student)
+            except MissingEntry:
+                continue
+            scores[student, lesson] = FinalScore(
+                submission.score, submission.late_submission_penalty or 0.0, submission.max_score,
+                bool(submission.needs_manual_grade),
+                submission.timestamp.isoformat(sep=" ") if submission.timestamp else None)
+    return scores
+
+
+def lesson_maxima(gb, lessons):
+    """{lesson: (max score, due date or None)} from the gradebook (0 and None if it is not there)."""
+    from nbgrader.api import MissingEntry
+
+    out = {}
+    for lesson in lessons:
+        try:
+            assignment = gb.find_assignment(lesson)
+            out[lesson] = (assignment.max_score, assignment.duedate)
+        except MissingEntry:
+            out[lesson] = (0.0, None)
+    return out
