@@ -1,5 +1,5 @@
 """What lesson 08's memory judgement reads, per answer style, in real grading kernels: each answer is
-graded by ``make grade`` (``attention_grading.grade``) in a scratch copy of the course, one
+graded by ``make grade`` (``attention_grading.cli.grade``) in a scratch copy of the course, one
 submission per draw (a comment in the answer changes the draw), and a copy of the spec in that
 scratch course writes down the figures ``judge_memory`` reads. It prints, per style and draw, for
 the short and the long length: the length, what the warm-up call took, what the full and the causal
@@ -40,7 +40,7 @@ def answers():
 
 def _judged(row):
     """One logged row (the four figures, then each length and its warm-up) as the judge reads it."""
-    from attention_grading.specs import lesson08_long_context as spec
+    from attention_grading.hidden.specs import lesson08_long_context as spec
 
     short_full, short_causal, long_full, long_causal, (short, warm_short), (long, warm_long) = row
     own_short = max(short_full, short_causal) - min(warm_short, spec.WARM_UP_CAP)
@@ -67,7 +67,7 @@ def main():
     log = folder / "figures.jsonl"
     try:
         root = copy_course(folder / "course", lessons=[LESSON])
-        spec = root / "instructor/grading/attention_grading/specs/lesson08_long_context.py"
+        spec = root / "instructor/grading/attention_grading/hidden/specs/lesson08_long_context.py"
         text = spec.read_text()
         assert LOGGED in text, "judge_memory changed: update this benchmark"
         spec.write_text(text.replace(LOGGED, LOGGED + (

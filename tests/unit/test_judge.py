@@ -202,7 +202,7 @@ def test_tiled_memory_takes_off_what_a_warm_up_call_took_and_no_more(monkeypatch
     0 and then fail; a boolean T × T array built by both calls still fails; a warm-up that takes
     100 MB earns no more than the cap, so a T × T float64 array behind it still fails; T × T float64
     arrays built for the causal call alone are not called a mask."""
-    from attention_grading.specs import lesson08_long_context as lesson08
+    from attention_grading.hidden.specs import lesson08_long_context as lesson08
 
     monkeypatch.setattr(lesson08, "_spot_error", lambda *args: 0.0)
     monkeypatch.setattr(lesson08, "_attention_error", lambda *args: 0.0)
