@@ -36,7 +36,7 @@ def parse_cat_weights(text):
 def parse_sampling(text):
     """Lesson 09's explorer: 'temperature 1.00, no top-k: 76 characters can be drawn, entropy 2.1 bits.
     Next character, probability (share of your 2000 draws): e 0.310 (0.305) · ␣ 0.120 (0.118) · …'."""
-    match = re.fullmatch(r"temperature ([\d.]+), (no top-k|top_k = \d+): (\d+) characters can be drawn, entropy "
+    match = re.fullmatch(r"temperature ([\d.]+), (no top-k|top_k = \d+): (\d+) characters? can be drawn, entropy "
                          r"([\d.]+) bits\. Next character, probability \(share of your (\d+) draws\): (.*)",
                          text.strip(), flags=re.DOTALL)
     assert match, f"unexpected explorer text: {text!r}"

@@ -477,7 +477,7 @@ def _generate_variant(R, params, prompt, n_new, temperature=1.0, top_k=None, rng
                       scale_from_d=False):
     """The reference's generation with one step done the wrong way (for naming mistakes)."""
     G = _gpt(R)
-    rng = copy.deepcopy(rng)
+    rng = np.random.default_rng() if rng is None else copy.deepcopy(rng)   # as generate: greedy needs none
     tokens = [int(t) for t in np.asarray(prompt).reshape(-1)]
     wte = np.asarray(params["wte"], dtype=np.float64)
     d = wte.shape[1]
