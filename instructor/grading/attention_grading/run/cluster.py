@@ -37,7 +37,8 @@ from .jobs import JobOutcome
 from ..paths import INSTRUCTOR_DIR
 from .wire import WireError, decode
 
-SHIPPED = (("grading", "attention_grading"), ("reference", "attention_reference"))
+#: (folder under instructor/, package or folder) a worker needs: the grader, the reference, the lessons' specs.
+SHIPPED = (("grading", "attention_grading"), ("reference", "attention_reference"), ("", "lessons"))
 
 
 class DaskCluster(Configurable):
