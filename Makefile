@@ -53,7 +53,7 @@ release: $(STAMP)
 grade: $(STAMP)
 	$(PYTHON) -m attention_grading.cli.grade $(GRADE_ARGS)
 
-## new-lesson: scaffold a lesson (NAME=09_example, FUNCTION=its first graded function): source notebook, spec, reference, catalogue
+## new-lesson: scaffold a lesson (NAME=09_example, FUNCTION=its first graded function): its source notebook and its folder instructor/lessons/<id>/ (spec, reference, catalogue, claims)
 new-lesson: $(STAMP)
 	$(PYTHON) -m attention_grading.cli.scaffold $(NAME) $(if $(FUNCTION),--function $(FUNCTION))
 

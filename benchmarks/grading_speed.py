@@ -37,7 +37,7 @@ KINDS = ["correct", "buggy", "blank", "correct", "buggy", "correct", "blank", "b
 
 
 def catalogue(lesson):
-    """WRONG of tests/catalogue/lessonNN.py, or {} when the lesson has none yet."""
+    """WRONG of instructor/lessons/<lesson>/catalogue.py, or {} when the lesson has none yet."""
     import catalogue as catalogues
 
     return getattr(catalogues.load(lesson), "WRONG", {})

@@ -71,7 +71,7 @@ def main():
     log = folder / "figures.jsonl"
     try:
         root = copy_course(folder / "course", lessons=[LESSON])
-        spec = root / "instructor/grading/attention_grading/hidden/specs/lesson08_long_context.py"
+        spec = root / "instructor/lessons/08_long_context/spec.py"
         text = spec.read_text()
         assert LOGGED in text, "the key-block judge changed: update this benchmark"
         spec.write_text(text.replace(LOGGED, LOGGED + (

@@ -14,7 +14,7 @@ LESSON = "01_context_vectors"
 #: takes well under that here, and the infinite-loop submissions wait less.
 CELL_TIMEOUT = 10
 
-# tests/catalogue/lesson01.py's WRONG["contextualize"]["no_scale"]: forgets the 1/sqrt(d)
+# instructor/lessons/01_context_vectors/catalogue.py's WRONG["contextualize"]["no_scale"]: forgets the 1/sqrt(d)
 BUGGY_CONTEXTUALIZE = '''def contextualize(X):
     X = np.asarray(X, dtype=float)
     A = softmax(X @ np.swapaxes(X, -1, -2), axis=-1)

@@ -13,7 +13,8 @@ def reference_lines():
     A line that a model solution also contains may be the learner's own code, shown back to them.
     """
     lines = set()
-    for path in (ROOT / "instructor" / "reference" / "attention_reference").glob("*.py"):
+    for path in [*(ROOT / "instructor" / "reference" / "attention_reference").glob("*.py"),
+                 *(ROOT / "instructor" / "lessons").glob("*/reference.py")]:
         lines |= {line.strip() for line in path.read_text().splitlines()
                   if len(line.strip()) > 40 and not line.strip().startswith(("#", '"""', "from ", "import "))}
     solutions = "".join(p.read_text() for p in (ROOT / "solutions").rglob("*.ipynb"))

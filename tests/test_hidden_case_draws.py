@@ -16,7 +16,6 @@ draw) is left to real kernels, which measure it in tests/test_lessons.py. After 
 generator, sweep more draws: ``HIDDEN_CASE_DRAWS=60 .venv/bin/python -m pytest --full tests/test_hidden_case_draws.py``.
 """
 import os
-import re
 
 import nbformat
 import numpy as np
@@ -24,6 +23,7 @@ import pytest
 
 import background
 import catalogue
+from attention_grading.cells import hidden_test_name
 from attention_grading.hidden import registry
 from attention_grading.hidden.in_process import run_locally
 from attention_grading.hidden.reference import reference
@@ -45,7 +45,8 @@ def hidden_tests_by_function(lesson):
         if is_solution_code(cell):
             current = grade_id(cell)
         elif current and is_test(cell):
-            tests.setdefault(current, []).extend(re.findall(r'check\("(\w+)"', cell.source))
+            name = hidden_test_name(cell)           # its metadata's attention_course.spec
+            tests.setdefault(current, []).extend([name] if name else [])
     return tests
 
 

@@ -21,6 +21,7 @@ import nbformat
 import numpy as np
 import pytest
 
+import catalogue
 from conftest import ROOT, lesson_ids, quick_tier_keeps
 from notebook_tools import execute, is_test
 
@@ -153,105 +154,8 @@ get_ipython().events.register("post_run_cell", _audit)
 #: them: ``{lesson: [(words of the prose, an expression over the notebook's variables)]}``. The
 #: words must stay in the lesson (so that a changed sentence is looked at again) and the expression
 #: must hold when the notebook runs (on another machine's training run too, for lesson 07).
-CLAIMS = {
-    "01_context_vectors": [
-        ("*cat* puts most of its\nattention on its own vector", "A_four[0].argmax() == 0 and A_four[0, 0] > 0.5"),
-        ("*phone*, which reads only\nitself", "A_four[2, 2] > 0.99"),
-        ("*dog* reads *cat* most", "words[int(A_four[1].argmax())] == 'cat'"),
-        ("*cat*'s longer vector has a larger dot product with\n*dog*'s than\n*dog*'s own has",
-         "X[0] @ X[1] > X[1] @ X[1] and np.linalg.norm(X[0]) > np.linalg.norm(X[1])"),
-        ("Most of it goes to\n*bank*, the token with the highest score, but every visible token gets a positive share",
-         "tokens[int(np.argmax(scores))] == 'bank' and softmax(scores).max() > 0.5 and (softmax(scores) > 0).all()"),
-        ("*cat* spends most of it on itself and\n*dog*; *phone* mostly reads itself",
-         "A[0, :2].sum() > 0.5 and A[2, 2] > 0.5"),
-    ],
-    "02_queries_keys_values": [
-        ("Position 2 gives a quarter of its attention to each of positions 1 and 2 and half to position 3",
-         "np.allclose(A[1], [0.25, 0.25, 0.5], atol=0.01)"),
-    ],
-    "03_scaling": [
-        ("its norm first rises", "peak > 0"),
-        ("at $d_k = 1024$ the read is nearly one-hot", "curves['unscaled']['max'][-1] > 0.9"),
-        ("With the\nscale the three curves are flat",
-         "all(max(v) < 1.5 * min(v) for v in curves['scaled by 1/√d_k'].values())"),
-    ],
-    "04_causal_masking": [
-        ("Position 2 gives about half of its attention to position 3", "abs(A_full[1, 2] - 0.5) < 0.05"),
-        ("The cell plays the $T - 1 = 3$ games whose answer lies in the\nsentence",
-         "len(examples.the_cat_sat_it()[-1]) - 1 == 3"),
-    ],
-    "05_gradients": [
-        ("once they are nearly one-hot the typical\ngradient reaching the scores collapses by orders of\nmagnitude",
-         "results['unscaled'][-1] < results['scaled by 1/√d_k'][-1] / 100"),
-        ("At\nsmall widths it does not", "results['unscaled'][0] >= results['scaled by 1/√d_k'][0] / 2"),
-        ("With the scale, the gradient reaching the scores stays the same size whatever the width",
-         "max(results['scaled by 1/√d_k']) < 2 * min(results['scaled by 1/√d_k'])"),
-    ],
-    "06_multi_head": [
-        ("With $\\sqrt{d_{model}}$, 32 heads start almost\nflat", "peak_wrong[-1] < 2 / T_s < peak_right[-1]"),
-    ],
-    "07_capstone": [
-        ("the gradient of `W_Q` is *not* smaller",
-         "w_q_gradient['d_k = 128, no √d_k'] > w_q_gradient['d_k = 128, scaled']"),
-        ("the unscaled run learns more slowly than\nits scaled twin",
-         "results['d_k = 128, no √d_k']['steps to 90 %'] is None or "
-         "results['d_k = 128, no √d_k']['steps to 90 %'] > results['d_k = 128, scaled']['steps to 90 %']"),
-        ("the matching item outscores the query's key in\nmost sequences", "outscores > 0.5"),
-        ("far more than the untied baseline",
-         "results['tied W_Q = W_K']['on itself'] > 10 * results['baseline (d_k = 16)']['on itself']"),
-        ("and less on the answer item",
-         "results['tied W_Q = W_K']['on answer item'] < results['baseline (d_k = 16)']['on answer item']"),
-        ("larger weight than any other token in nearly every held-out sequence", "largest_share > 0.95"),
-        ("the size of its read grows with the number of tokens",
-         "read_size[2][1] < read_size[5][1] < read_size[8][1]"),
-        ("about the same size for 2, 5 or 8 items",
-         "max(v[0] for v in read_size.values()) < 1.2 * min(v[0] for v in read_size.values())"),
-        ("Practically all of its attention goes to the next token", "A_leak[:, q, q + 1].mean() > 0.95"),
-        ("roughly what a guess from the colours\non show achieves", "abs(leaky['held-out accuracy'] - most_common) < 0.1"),
-        ("`W_Q` and `W_K` did not move at all", "moved['W_Q'] == 0 and moved['W_K'] == 0"),
-        ("many times what\nthe untied baseline keeps",
-         "results['tied W_Q = W_K']['on itself'] > 10 * results['baseline (d_k = 16)']['on itself']"),
-    ],
-    "08_long_context": [
-        ("The memory slope is 2 almost exactly", "abs(memory_slope - 2) < 0.1"),
-        ("the tiled lines\nstay far below it",
-         "all(tiled_peak[B][-1] < full_peak[-1] / 5 for B in block_sizes)"),
-        ("its working memory is set\nby the block size and stays flat in $T$",
-         "all(abs(np.polyfit(np.log(lengths[-3:]), np.log(tiled_peak[B][-3:]), 1)[0]) < 0.3 for B in block_sizes)"),
-        ("hundreds to thousands of times the cached step", "100 < cache_saves[1000] < cache_saves[128000] < 10_000"),
-    ],
-    "09_small_gpt": [
-        ("Knowing which character came last is worth more than a full bit per character",
-         "baselines['unigram counts'] - baselines['bigram counts'] > 1"),
-        ("Up to rounding, the reads are identical",
-         "max(np.abs(read_of('stop') - read_of(w)).max() for w in ('pots', 'tops')) < 1e-12"),
-        ("along each diagonal of the similarity matrix (a fixed distance\nbetween positions) the dot product does not "
-         "change at all", "max(band) < 1e-9"),
-        ("with the encoding added, what the *p* reads differs",
-         "np.abs(read_of('stop', positions=P16) - read_of('tops', positions=P16)).max() > 0.01"),
-        ("the gap between them is the second block's doing",
-         "histories['2 blocks']['val'][-1] < histories['1 block']['val'][-1]"),
-        ("the validation score falls with the training loss",
-         "all(h['val'][-1] < h['val'][0] and np.mean(h['loss'][-50:]) < np.mean(h['loss'][:50]) "
-         "for h in histories.values())"),
-        ("its peak grows much\nfaster than the length", "growth_rerun > 2 * lengths[-1] / lengths[0]"),
-        ("the cache's peak grows by about\na fixed number of bytes per token",
-         "np.abs(np.diff(peaks['with a KV cache']) / np.diff(lengths) / growth - 1).max() < 0.2"),
-        ("the predicted ratio of\nmultiplications rises with it",
-         "all(per_token_rerun(np.arange(1, a + 1)).sum() / per_token_with_cache(np.arange(1, a + 1)).sum() < "
-         "per_token_rerun(np.arange(1, b + 1)).sum() / per_token_with_cache(np.arange(1, b + 1)).sum() "
-         "for a, b in zip(lengths, lengths[1:]))"),
-        ("one and two blocks beat the counting baselines by a wide margin",
-         "all(h['val'][-1] / np.log(2) < baselines['bigram counts'] - 0.3 for h in histories.values())"),
-        ("its first scene and the first lines of the second close the training set",
-         "text.index('SCENE 1', tempest) < text.index('SCENE 2', tempest) < len(train_ids) < "
-         "text.index('SCENE 2', tempest) + 500 and len(val_ids) == len(text) - len(train_ids)"),
-        ("The heads of\nthe first block stay close to the reading character: they look back a character or two on\n"
-         "average and put much of their weight on the previous character",
-         "max(looks_back[0]) < 2.5 and min(on_previous[0]) > 0.25"),
-        ("The heads of\nthe second block look further back", "min(looks_back[1]) > max(looks_back[0])"),
-    ],
-}
+CLAIMS = {lesson: module.CLAIMS for lesson in sorted(p.name for p in catalogue.LESSONS_DIR.iterdir())
+          if (module := catalogue.lesson_module(lesson, "claims", "lesson_claims")) is not None}
 
 #: Lessons whose numbers depend on a training run, and how to make the run differ as another
 #: machine's would: (the cell after which to insert it, code). The gradients are nudged in their

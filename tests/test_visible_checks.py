@@ -210,7 +210,7 @@ def test_a_failed_check_renders_its_message_and_the_learners_line_not_the_helper
     message = [line for line in lines if not line.startswith("  ")]
     assert "np.swapaxes" in " ".join(message) and all(len(line) <= 80 + 11 for line in message), lines
     assert "raised in your attend, line 2: scores = Q @ K.T" in lines[len(message)]
-    assert not any("checks.py" in line for line in lines) and len(lines) <= len(message) + 2, lines
+    assert not any("attention_course" in line for line in lines) and len(lines) <= len(message) + 2, lines
 
 
 @pytest.mark.parametrize("source, args, words", [

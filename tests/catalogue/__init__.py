@@ -1,4 +1,5 @@
-"""Catalogues of learner answers, one module per lesson, used by the grading tests.
+"""Catalogues of learner answers, one module per lesson (``instructor/lessons/<id>/catalogue.py``,
+in the lesson's folder beside its spec and prose claims), used by the grading tests.
 
 Each module defines ``WRONG`` and ``CORRECT``: ``{function name: {entry name: source}}``.
 Every source replaces the solution cell of that function (it must start with the ``def``).
@@ -17,8 +18,12 @@ with correct answers of the lesson's other functions, the rest go one of each fu
 notebook); ``make test`` (the quick tier) grades a sample: the first ``LIMITS`` entries of each
 function, always including a correct answer that warns or writes to stderr.
 """
-import importlib
-import pkgutil
+import importlib.util
+import sys
+from pathlib import Path
+
+#: One folder a lesson (PrairieLearn's question folder): spec.py, catalogue.py, claims.py.
+LESSONS_DIR = Path(__file__).resolve().parents[2] / "instructor" / "lessons"
 
 #: The quick tier's sample: one wrong and one correct answer per function, so that every exercise
 #: is graded both ways and every lesson's run stays a few notebooks (the full tier: every entry).
@@ -28,12 +33,29 @@ MEASUREMENTS = "the measurements made after every case"
 NOISY = ("warn", "stderr", "chatty", "noisy")
 
 
+def lesson_module(lesson_id, part, package=__name__):
+    """``instructor/lessons/<lesson_id>/<part>.py`` imported once as ``<package>.lesson<NN>``
+    (``catalogue.lesson01``), or None when the lesson's folder has none yet."""
+    name = f"{package}.lesson{lesson_id.split('_', 1)[0]}"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = LESSONS_DIR / lesson_id / f"{part}.py"
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
 def load(lesson_id):
     """The catalogue module of a lesson, or None when it has none yet."""
-    name = "lesson" + lesson_id.split("_", 1)[0]
-    if not any(m.name == name for m in pkgutil.iter_modules(__path__)):
-        return None
-    return importlib.import_module(f"{__name__}.{name}")
+    return lesson_module(lesson_id, "catalogue")
 
 
 def entries(lesson_id, kind, sampled=False):

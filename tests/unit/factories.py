@@ -47,13 +47,14 @@ def answer_source(name, source):
 
 def hidden_test(name, points=3, grade_id=None, visible=None, outputs=()):
     """The graded test cell of ``name``: a docstring, a visible line, the hidden block
-    ``check("name")``."""
+    ``check("name")``, and its metadata naming the hidden test (``attention_course.spec``)."""
     visible = visible if visible is not None else (
         f'"""{name} agrees with the reference on hidden, seeded inputs."""\ncheck_attempted({name})\n')
     source = (f"{visible}### BEGIN HIDDEN TESTS\nfrom attention_grading.hidden import check\n"
               f'check("{name}")\n### END HIDDEN TESTS')
     cell = _grading(new_code_cell(source), grade_id or f"{name}_matches_reference", grade=True,
                     locked=True, points=points)
+    cell.metadata["attention_course"] = {"spec": name}
     cell.outputs = list(outputs)
     return cell
 

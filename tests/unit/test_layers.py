@@ -23,31 +23,36 @@ FLOORS = {
     "attention_grading.cli": 6,                  # the command lines
 }
 MAX_LINES = 400
-#: Modules over MAX_LINES that other work splits (each fails here, strictly, once it is split):
-#: the learner's visible checks (the learner package's split) and the hidden tests of lessons
-#: 05, 07 and 09 (they move into their lesson's folder).
-KNOWN_LONG = {
-    "src/attention_course/checks.py": "the learner package's visible checks are being split into a package",
-    "src/attention_course/gpt_checks.py": "the learner package's visible checks are being split into a package",
-    "instructor/grading/attention_grading/hidden/specs/lesson05_gradients.py": "a lesson's spec: moves to its lesson folder",
-    "instructor/grading/attention_grading/hidden/specs/lesson07_capstone.py": "a lesson's spec: moves to its lesson folder",
-    "instructor/grading/attention_grading/hidden/specs/lesson09_small_gpt.py": "a lesson's spec: moves to its lesson folder",
-}
+#: Modules over MAX_LINES that other work splits (each fails here, strictly, once it is split).
+KNOWN_LONG = {}
+#: One folder a lesson: its spec modules belong to ``hidden/specs`` (the finder there imports
+#: ``instructor/lessons/NN_name/spec.py`` as ``attention_grading.hidden.specs.lessonNN_name``, another
+#: module ``rest.py`` of the folder as ``lessonNN_rest``); its catalogue and claims are the tests'.
+LESSONS = ROOT / "instructor" / "lessons"
+NOT_MODULES = ("catalogue.py", "claims.py", "reference.py")    # the tests', the reference's
 
 
-def modules():
-    """{dotted name: (path, is a package)} of every module of the grading package."""
+def modules(folder=PACKAGE):
+    """{dotted name: (path, is a package)} of every module of the package in ``folder``."""
     found = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(folder.rglob("*.py")):
         if "scaffold_templates" in path.parts:        # templates of files for a new lesson, not modules
             continue
-        parts = ["attention_grading", *path.relative_to(PACKAGE).with_suffix("").parts]
+        parts = [folder.name, *path.relative_to(folder).with_suffix("").parts]
         package = parts[-1] == "__init__"
         found[".".join(parts[:-1] if package else parts)] = (path, package)
+    if folder == PACKAGE:
+        for path in sorted(LESSONS.glob("[0-9][0-9]_*/*.py")):
+            if path.name not in NOT_MODULES:
+                number = path.parent.name[:2]
+                name = path.parent.name if path.stem == "spec" else f"{number}_{path.stem}"
+                found[f"attention_grading.hidden.specs.lesson{name}"] = (path, False)
     return found
 
 
 MODULES = modules()
+#: The learner's package (no floors: it has none of the grader's layers), checked for circles.
+LEARNER_MODULES = modules(LEARNER_PACKAGE)
 
 
 def floor(module):
@@ -55,25 +60,26 @@ def floor(module):
     return FLOORS[package]
 
 
-def imports(module):
-    """The modules of the grading package that ``module`` imports (a package's ``__init__`` only
+def imports(module, table=MODULES):
+    """The modules of ``table``'s package that ``module`` imports (a package's ``__init__`` only
     when the package itself is what is imported)."""
-    path, package = MODULES[module]
+    top = next(iter(table)).split(".")[0]
+    path, package = table[module]
     here = module.split(".") if package else module.split(".")[:-1]
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.split(".")[0] == "attention_grading"}
+            found |= {a.name for a in node.names if a.name.split(".")[0] == top}
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = ".".join([*here[:len(here) - node.level + 1], *([node.module] if node.module else [])])
-            elif node.module and node.module.split(".")[0] == "attention_grading":
+            elif node.module and node.module.split(".")[0] == top:
                 base = node.module
             else:
                 continue
             for alias in node.names:
-                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
-    unknown = sorted(name for name in found if name not in MODULES)
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in table else base)
+    unknown = sorted(name for name in found if name not in table)
     assert not unknown, f"{module} imports modules that do not exist: {unknown}"
     return found - {module}
 
@@ -94,9 +100,11 @@ def test_every_package_has_a_floor():
     assert {f for f in FLOORS} <= set(packages)
 
 
-def test_no_import_goes_round_in_a_circle():
-    """No module imports, however indirectly, a module that imports it."""
-    graph = {module: imports(module) for module in MODULES}
+@pytest.mark.parametrize("table", [MODULES, LEARNER_MODULES], ids=["attention_grading", "attention_course"])
+def test_no_import_goes_round_in_a_circle(table):
+    """No module imports, however indirectly, a module that imports it (in the grader's package and
+    in the learner's, whose visible checks are packages of modules too)."""
+    graph = {module: imports(module, table) for module in table}
     circles, state = [], {}
 
     def visit(module, path):
@@ -118,13 +126,17 @@ def _long_modules():
     for folder in (PACKAGE, LEARNER_PACKAGE):
         for path in sorted(folder.rglob("*.py")):
             yield str(path.relative_to(ROOT))
+    for path in sorted(LESSONS.glob("[0-9][0-9]_*/*.py")):
+        if path.name not in NOT_MODULES:
+            yield str(path.relative_to(ROOT))
 
 
 @pytest.mark.parametrize("path", [
     pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_LONG[p])) if p in KNOWN_LONG else p
     for p in _long_modules()])
 def test_no_module_is_over_400_lines(path):
-    """Small modules with one job: at most 400 lines each (the few known exceptions are other
-    work's, listed in KNOWN_LONG: each fails this test as soon as it is split)."""
+    """Small modules with one job: at most 400 lines each, the learner's visible checks and each
+    lesson's hidden tests (``instructor/lessons/<id>/``) too (a known exception would be listed in
+    KNOWN_LONG, and fail this test as soon as it is split)."""
     lines = len((ROOT / path).read_text().splitlines())
     assert lines <= MAX_LINES, f"{path} has {lines} lines (at most {MAX_LINES})"

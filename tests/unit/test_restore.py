@@ -5,11 +5,13 @@ instructor's); whatever a learner does to cell metadata, each graded cell is wha
 says, and the notebook stays gradable."""
 import copy
 
+import nbformat
 import pytest
 from nbgrader.preprocessors import CheckCellMetadata, DeduplicateIds
 from nbgrader.utils import compute_checksum, determine_grade
 
-from attention_grading.cells import grade_id
+from attention_grading.cells import CellPlan, grade_id
+from attention_grading.errors import UnnamedHiddenTest
 from attention_grading.steps.restore import DropUnreadableMetadata, RestoreCells
 
 from . import factories
@@ -60,6 +62,35 @@ def test_an_edited_test_is_graded_as_written_by_the_instructor(lesson):
     restored = nb.cells[ids(nb).index("contextualize_matches_reference")]
     assert "check(\"contextualize\")" in restored.source
     assert restored.metadata.nbgrader["points"] == 3
+
+
+def test_which_hidden_test_a_cell_runs_is_the_lessons_own(lesson, tmp_path, monkeypatch):
+    """A learner who points a hidden-test cell at another hidden test (its metadata's
+    ``attention_course.spec``), deletes that metadata, or names a hidden test in a cell of their
+    own changes nothing: every graded cell names the hidden test the lesson's source notebook gives
+    it, and nothing else names one. With no source notebook at hand no cell names one, and the
+    grader's plan of the notebook stops with an error naming the cell."""
+    db_url, source = lesson
+    course = tmp_path / "course"
+    (course / "source" / "01_context_vectors").mkdir(parents=True)
+    nbformat.write(source, course / "source" / "01_context_vectors" / "01_context_vectors.ipynb")
+    monkeypatch.chdir(course)              # the course root RestoreCells reads source/ from
+    submission = copy.deepcopy(source)
+    cells = {grade_id(c): c for c in submission.cells}
+    cells["softmax_matches_reference"].metadata["attention_course"] = {"spec": "contextualize"}
+    del cells["contextualize_matches_reference"].metadata["attention_course"]
+    cells["softmax"].metadata["attention_course"] = {"spec": "softmax"}
+    nb = restore(db_url, submission)
+    assert CellPlan(nb.cells).hidden == CellPlan(source.cells).hidden
+    assert sorted(CellPlan(nb.cells).hidden.values()) == ["contextualize", "softmax"]
+    assert "attention_course" not in nb.cells[ids(nb).index("softmax")].metadata
+    assert {"softmax_matches_reference", "softmax"} <= set(nb.metadata["attention_grading"]["restored_metadata"])
+
+    monkeypatch.chdir(tmp_path)            # a course without the lesson's source notebook
+    nb = restore(db_url, copy.deepcopy(source))
+    with pytest.raises(UnnamedHiddenTest, match="'softmax_matches_reference' has hidden tests but its metadata names none"):
+        CellPlan(nb.cells)
+    assert set(CellPlan(nb.cells, names=False).hidden.values()) == {""}
 
 
 def test_a_deleted_answer_is_reported_and_not_restored(lesson):

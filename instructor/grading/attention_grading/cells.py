@@ -7,8 +7,13 @@ import re
 
 from nbformat.notebooknode import NotebookNode
 
+from .errors import UnnamedHiddenTest
+
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
-HIDDEN_CHECK = re.compile(r"""check\(\s*["']([A-Za-z_][A-Za-z0-9_]*)["']""")
+#: Where a test cell names the hidden test its hidden block runs: ``metadata.attention_course.spec``
+#: (the lesson's source notebook sets it, ``make release`` keeps it, and while grading
+#: ``steps.restore.RestoreCells`` puts back the lesson's own: a learner's copy is never read).
+SPEC_METADATA, SPEC_KEY = "attention_course", "spec"
 
 
 def _source(cell):
@@ -61,18 +66,38 @@ def split_hidden(source):
     return visible, rest.split(HIDDEN_END, 1)[0]
 
 
+def spec_of(cell):
+    """The hidden test a cell's metadata names (``metadata.attention_course.spec``), or None."""
+    named = cell.get("metadata", {}).get(SPEC_METADATA)
+    name = named.get(SPEC_KEY) if isinstance(named, dict) else None
+    return name if isinstance(name, str) and name.isidentifier() else None
+
+
 def hidden_test_name(cell):
-    """The check a test cell's hidden block runs (``check("softmax")``), or None."""
-    if not is_test(cell):
+    """The hidden test a test cell's hidden block runs, as its metadata names it (the hidden block
+    of ``softmax_matches_reference`` runs ``check("softmax")``: ``metadata.attention_course.spec``
+    is ``"softmax"``), or None for a cell without hidden tests. A hidden block whose cell names
+    no hidden test is the lesson's mistake: ``UnnamedHiddenTest`` says which cell."""
+    if not is_test(cell) or not split_hidden(_source(cell))[1].strip():
         return None
-    match = HIDDEN_CHECK.search(split_hidden(_source(cell))[1])
-    return match.group(1) if match else None
+    name = spec_of(cell)
+    if name is None:
+        raise UnnamedHiddenTest(
+            f"the test cell {grade_id(cell)!r} has hidden tests but its metadata names none: give it "
+            f'"{SPEC_METADATA}": {{"{SPEC_KEY}": "<the hidden test\'s name>"}} in the lesson\'s source notebook '
+            "(beside its nbgrader metadata), then `make release`")
+    return name
 
 
 class CellPlan:
-    """Indices of a notebook's cells by role, and the graded function each test belongs to."""
+    """Indices of a notebook's cells by role, and the graded function each test belongs to.
 
-    def __init__(self, cells):
+    ``hidden``: {index of a test cell with hidden tests: the hidden test it runs}. With
+    ``names=False`` (the steps after the kernel, which only ask whether a cell has hidden tests)
+    a cell that names none is still there, named ``""``: a notebook graded before its lesson
+    named its hidden tests in metadata still gets its page and its table."""
+
+    def __init__(self, cells, names=True):
         self.solutions, self.owner, self.hidden, self.tests, self.written = {}, {}, {}, [], []
         self.grade_ids, self.given, self.answers = {}, [], []
         current = None
@@ -89,9 +114,11 @@ class CellPlan:
             elif is_test(cell):
                 self.tests.append(index)
                 self.owner[index] = current
-                name = hidden_test_name(cell)
-                if name:
-                    self.hidden[index] = name
+                if not names:
+                    if split_hidden(_source(cell))[1].strip():
+                        self.hidden[index] = spec_of(cell) or ""
+                elif hidden_test_name(cell):
+                    self.hidden[index] = hidden_test_name(cell)
             elif is_written_answer(cell):
                 self.written.append(index)
 

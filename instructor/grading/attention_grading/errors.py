@@ -17,6 +17,10 @@ class SelectionError(CourseError):
     exit_status = 2
 
 
+class UnnamedHiddenTest(CourseError):
+    """A test cell holds hidden tests but its metadata names none (``metadata.attention_course.spec``)."""
+
+
 class GradebookError(CourseError):
     """The gradebook cannot be used as it is (stale hidden tests, a lesson that cannot be added)."""
 

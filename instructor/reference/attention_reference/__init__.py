@@ -42,3 +42,33 @@ from .capstone import model_forward, model_backward, adam_step, trained_model  #
 # Lesson 09: a small GPT (tests/test_reference_gpt.py).
 from .gpt import (positional_encoding, layer_norm, layer_norm_backward, transformer_block,  # noqa: E402,F401
                   model_logits, next_token_probabilities, sample_next, generate)
+
+
+def _lesson_references():
+    """A lesson's own reference in its folder (``instructor/lessons/<id>/reference.py``, as
+    ``make new-lesson`` writes it), found by folder: each is the module
+    ``attention_reference.lesson<id>`` and the functions it defines join the package's."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    lessons = Path(__file__).resolve().parents[2] / "lessons"
+    for path in sorted(lessons.glob("[0-9][0-9]_*/reference.py")):
+        name = f"{__name__}.lesson{path.parent.name}"
+        module = sys.modules.get(name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[name]
+                raise
+        for key, value in vars(module).items():
+            if callable(value) and getattr(value, "__module__", None) == name and not key.startswith("_"):
+                globals()[key] = value
+                __all__.append(key)
+
+
+_lesson_references()

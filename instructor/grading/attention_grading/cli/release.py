@@ -8,8 +8,26 @@ import sys
 from pathlib import Path
 
 from ..course import environment_tools_on_path, lesson_ids, load_config
-from ..errors import GradebookError, exit_status
+from ..errors import GradebookError, UnnamedHiddenTest, exit_status
 from ..paths import COURSE_ROOT
+
+
+def check_hidden_tests_named(root, lesson):
+    """Every hidden-test cell of the lesson's source notebook names, in its metadata
+    (``attention_course.spec``), a hidden test a lesson folder registers: else
+    ``UnnamedHiddenTest`` says which, before anything is released."""
+    import nbformat
+
+    from ..cells import CellPlan
+    from ..hidden import registry
+
+    nb = nbformat.read(Path(root) / "source" / lesson / f"{lesson}.ipynb", as_version=4)
+    named = CellPlan(nb.cells).hidden                 # raises for a hidden block that names none
+    unknown = sorted(set(named.values()) - set(registry.load()))
+    if unknown:
+        raise UnnamedHiddenTest(f"source/{lesson}: its hidden-test cells name hidden tests that no lesson folder's "
+                                f"spec.py registers: {', '.join(unknown)}")
+    return named
 
 
 def release(root=None, lessons=None, log=print):
@@ -24,6 +42,7 @@ def release(root=None, lessons=None, log=print):
     api.log.setLevel(logging.WARNING)
     lessons = lessons or lesson_ids(root)
     for lesson in lessons:
+        check_hidden_tests_named(root, lesson)
         result = api.generate_assignment(lesson, force=True)
         if not result["success"]:
             raise GradebookError(f"generate_assignment failed for {lesson}:\n{result['log']}{result.get('error', '')}")

@@ -2,16 +2,20 @@
 release, validate and grade, which the lesson's author then rewrites.
 
 It writes, from the templates in ``scaffold_templates/`` (the same files CONTRIBUTING.md
-describes, cell by cell):
+describes, cell by cell), the lesson's notebook and its folder, and nothing else but the site's
+page of it:
 
 - ``source/<id>/<id>.ipynb``: title and goals, the locked setup cell, one graded function (its
-  answer cell, a visible check, a hidden-test cell of 3 points), a written answer, a recap;
-- ``instructor/grading/attention_grading/hidden/specs/lessonNN_<name>.py``: the function's hidden test
-  (cases drawn from the generator it is given, catalogued mistakes);
-- ``instructor/reference/attention_reference/lessonNN_<name>.py``: its reference, imported by the
-  reference package;
-- ``tests/catalogue/lessonNN.py``: wrong answers (with the words that name each mistake) and
-  correct ones written differently.
+  answer cell, a visible check, a hidden-test cell of 3 points whose nbgrader cell names its
+  hidden test in ``metadata.attention_course.spec``), a written answer, a recap;
+- ``instructor/lessons/<id>/`` (the lesson's folder, PrairieLearn's question folder):
+  ``spec.py``, the function's hidden test (cases drawn from the generator it is given,
+  catalogued mistakes), found by ``hidden/specs`` by its folder; ``reference.py``, its reference,
+  which the reference package finds by its folder too; ``catalogue.py``, wrong answers (with the
+  words that name each mistake) and correct ones written differently; ``claims.py``, the
+  lesson's claims in words and the values that back them (none yet);
+- ``docs/lessons/<id>.lesson`` (the site's page of the lesson: the file holds its id) and the
+  lesson's row in the table of ``docs/lessons/index.md``.
 
 It refuses an id that is not ``NN_name``, a number or a folder that exists, and a function name
 another lesson already grades (hidden tests are registered by name).
@@ -39,12 +43,31 @@ class ScaffoldError(CourseError):
 def targets(root, lesson, number, name):
     """{template file: where it goes} for lesson ``lesson`` (``NN_name``)."""
     root = Path(root)
-    return {
+    folder = root / "instructor" / "lessons" / lesson
+    places = {
         "lesson.ipynb": root / "source" / lesson / f"{lesson}.ipynb",
-        "spec.py": root / "instructor" / "grading" / "attention_grading" / "hidden" / "specs" / f"lesson{number}_{name}.py",
-        "reference.py": root / "instructor" / "reference" / "attention_reference" / f"lesson{number}_{name}.py",
-        "catalogue.py": root / "tests" / "catalogue" / f"lesson{number}.py",
+        "spec.py": folder / "spec.py",
+        "reference.py": folder / "reference.py",
+        "catalogue.py": folder / "catalogue.py",
+        "claims.py": folder / "claims.py",
     }
+    if (root / "docs" / "lessons" / "index.md").is_file():         # a course with the site
+        places["page.lesson"] = root / "docs" / "lessons" / f"{lesson}.lesson"
+    return places
+
+
+def add_to_the_lessons_table(root, lesson, function, title):
+    """The lesson's row, after the last row of the table in ``docs/lessons/index.md``."""
+    index = Path(root) / "docs" / "lessons" / "index.md"
+    lines = index.read_text().splitlines(keepends=True)
+    rows = [k for k, line in enumerate(lines) if line.startswith("| ") and ".lesson)" in line]
+    if not rows:
+        raise ScaffoldError(f"{index} has no table of lessons to add {lesson} to")
+    row = (f"| {lesson[:2]} | [{lesson}]({lesson}.lesson): {title.lower()} | `{function}` | "
+           f"[notebook](../../notebooks/{lesson}/{lesson}.ipynb) |\n")
+    lines.insert(rows[-1] + 1, row)
+    index.write_text("".join(lines))
+    return index
 
 
 def _check(root, lesson, function):
@@ -64,7 +87,7 @@ def _check(root, lesson, function):
         raise ScaffoldError(f"another lesson already grades a function named {function!r} "
                             "(hidden tests are registered by name): choose another name")
     places = targets(root, lesson, number, name)
-    existing = [str(path) for path in places.values() if path.exists()]
+    existing = [str(path) for path in [*places.values(), places["spec.py"].parent] if path.exists()]
     if existing:
         raise ScaffoldError(f"{', '.join(existing)} already exist(s): nothing was written")
     return number, name, places
@@ -83,10 +106,9 @@ def scaffold(lesson, function="centre_rows", root=None, log=print):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         log(f"wrote {path.relative_to(root)}")
-    package = root / "instructor" / "reference" / "attention_reference" / "__init__.py"
-    with open(package, "a") as fh:
-        fh.write(f"\nfrom .lesson{number}_{name} import {function}  # noqa: E402,F401  (lesson {number})\n")
-    log(f"added {function} to {package.relative_to(root)}")
+    if "page.lesson" in places:
+        index = add_to_the_lessons_table(root, lesson, function, title)
+        log(f"added {lesson} to {index.relative_to(root)}")
     log(f"next: write the lesson in source/{lesson}/, then `make release` and `make test`")
     return list(places.values())
 

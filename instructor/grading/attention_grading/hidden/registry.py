@@ -1,18 +1,16 @@
-"""Which hidden tests the course has: every lesson's spec module (``specs/lessonNN_*.py``),
-imported here when a test is first asked for. ``spec`` (what a hidden test is) imports none of
-them, so no module imports the lessons while they import it."""
+"""Which hidden tests the course has: every lesson folder's spec (``instructor/lessons/<id>/spec.py``,
+importable as ``specs.lesson<id>``), imported here when a test is first asked for. ``spec`` (what a
+hidden test is) imports none of them, so no module imports the lessons while they import it."""
 from importlib import import_module
-from pathlib import Path
 
 from . import spec as spec_module
-
-SPECS = Path(__file__).with_name("specs")
+from . import specs
 
 
 def load():
-    """{name: Spec} of every lesson's hidden tests (each lesson's module imported once)."""
-    for path in sorted(SPECS.glob("lesson*.py")):
-        import_module(f"{__package__}.specs.{path.stem}")
+    """{name: Spec} of every lesson's hidden tests (each lesson's spec imported once)."""
+    for folder in specs.lesson_folders():
+        import_module(f"{specs.__name__}.{specs.module_name(folder)}")
     return spec_module.REGISTRY
 
 

@@ -37,7 +37,10 @@ from .jobs import JobOutcome
 from ..paths import INSTRUCTOR_DIR
 from .wire import WireError, decode
 
-SHIPPED = (("grading", "attention_grading"), ("reference", "attention_reference"))
+#: (folder under instructor/, package or folder) a worker needs: the grader, the reference, the lessons' specs.
+SHIPPED = (("grading", "attention_grading"), ("reference", "attention_reference"), ("", "lessons"))
+#: A lesson folder's files that only the tests read (its catalogue of answers, its prose claims).
+TESTS_ONLY = ("catalogue.py", "claims.py")
 
 
 class DaskCluster(Configurable):
@@ -141,7 +144,8 @@ def grader_files():
     for parent, package in SHIPPED:
         base = INSTRUCTOR_DIR / parent
         for path in sorted((base / package).rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc" \
+                    and path.name not in TESTS_ONLY:
                 files[str(path.relative_to(INSTRUCTOR_DIR))] = path.read_bytes()
     return files
 

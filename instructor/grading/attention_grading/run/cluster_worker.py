@@ -38,8 +38,8 @@ SANDBOX_CHECK = ("import json, nbgrader, attention_course; from attention_gradin
 class CourseGrader(WorkerPlugin):
     """The worker plugin of one run.
 
-    ``files``: {relative path: bytes} of ``grading/attention_grading`` and
-    ``reference/attention_reference``; ``name``: the run's plugin and resource name (it names
+    ``files``: {relative path: bytes} of ``grading/attention_grading``,
+    ``reference/attention_reference`` and ``lessons/`` (the lessons' specs); ``name``: the run's plugin and resource name (it names
     the files' digest, so two runs of the same grader share one copy)."""
 
     def __init__(self, name, files, job_timeout, sandboxed=True):

@@ -16,7 +16,7 @@ class LabelGradedCells(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         from nbgrader.api import Gradebook
 
-        plan = CellPlan(nb.cells)
+        plan = CellPlan(nb.cells, names=False)
         info = resources["nbgrader"]
         awaiting_points = 0.0
         with Gradebook(info["db_url"]) as gb:

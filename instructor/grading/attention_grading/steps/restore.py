@@ -18,12 +18,20 @@ the submission ungradable:
 
 - ``RestoreKernelspec`` is nbgrader's ``OverwriteKernelspec``: the notebook's kernel is the lesson's.
 
+``RestoreCells`` also gives every graded cell the name of its hidden test exactly as the lesson's
+source notebook has it (``metadata.attention_course.spec``, ``cells.SPEC_METADATA``: the gradebook
+has no place for it), and drops the learner's copy of it from every cell: which hidden test a cell
+runs is never read from what a learner handed in. Where ``source/<lesson>/<lesson>.ipynb`` is not
+at hand, no cell names one, and grading stops with ``UnnamedHiddenTest``.
+
 What was restored is recorded in the notebook's metadata for ``grading-notes.json``. The lesson's
 cells come from the gradebook under plain ``nbgrader autograde``, and from the grading job under
 ``make grade`` (``resources[LESSON_KEY]``, ``store.lessons.LessonBook``): the same reads, no
 gradebook in the job.
 """
 import json
+import os
+from pathlib import Path
 
 import nbformat
 from nbformat.notebooknode import NotebookNode
@@ -31,6 +39,7 @@ from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells, OverwriteKernelspec
 
+from ..cells import SPEC_METADATA, grade_id, spec_of
 from ..results import LESSON_KEY, NOTES_KEY
 
 
@@ -39,6 +48,18 @@ def lesson_cells(resources):
     nbgrader names (both are context managers)."""
     book = resources.get(LESSON_KEY)
     return book if book is not None else Gradebook(resources["nbgrader"]["db_url"])
+
+
+def lesson_specs(course_root, lesson):
+    """{grade_id: the hidden test it names} of the lesson's source notebook
+    (``source/<lesson>/<lesson>.ipynb`` of the course: under ``make grade`` the job's scratch
+    course, which holds it), or {} when it is not at hand."""
+    path = Path(course_root, "source", str(lesson), f"{lesson}.ipynb")
+    if not (lesson and path.is_file()):
+        return {}
+    cells = nbformat.read(path, as_version=4).cells
+    return {grade_id(c): spec_of(c) for c in cells if grade_id(c) and spec_of(c)}
+
 
 SCHEMA_VERSION = 3
 
@@ -74,6 +95,7 @@ class RestoreCells(OverwriteCells):
         self.assignment_id = resources["nbgrader"]["assignment"]
         self.db_url = resources["nbgrader"]["db_url"]
         self.gradebook = lesson_cells(resources)
+        self._specs = lesson_specs(self._course_root(), self.assignment_id)
         with self.gradebook:
             nb, resources = super(OverwriteCells, self).preprocess(nb, resources)
             if self.add_missing_cells:
@@ -82,8 +104,19 @@ class RestoreCells(OverwriteCells):
         nb.metadata.setdefault(NOTES_KEY, {})["restored_metadata"] = self._changed
         return nb, resources
 
+    def _course_root(self):
+        """nbgrader's course root (``CourseDirectory.root``; its default, the working directory)."""
+        root = self.config["CourseDirectory"].get("root") if "CourseDirectory" in self.config else None
+        return str(root) if isinstance(root, (str, os.PathLike)) and str(root) else os.getcwd()
+
     def preprocess_cell(self, cell, resources, index):
         name = cell.metadata.get("nbgrader", {}).get("grade_id")
+        handed_in = cell.metadata.pop(SPEC_METADATA, None)       # the learner's copy: never read
+        if name is not None and name in self._specs:
+            cell.metadata[SPEC_METADATA] = {"spec": self._specs[name]}
+        if handed_in is not None and handed_in != cell.metadata.get(SPEC_METADATA):
+            self.log.warning("The hidden test named by cell %s was changed: the lesson's is used", name)
+            self._changed.append(name or f"cell {index}")
         if name is None:
             return cell, resources
         try:
@@ -176,6 +209,8 @@ class RestoreCells(OverwriteCells):
                 "source": source_cell.source, "id": f"restored-{source_cell.name}"[:64]}
         if source_cell.cell_type == "code":
             cell.update(outputs=[], execution_count=None)
+        if source_cell.name in self._specs:
+            cell["metadata"][SPEC_METADATA] = {"spec": self._specs[source_cell.name]}
         cell = nbformat.from_dict(cell)     # nested nodes too (metadata.nbgrader)
         if utils.is_solution(cell):  # a deleted written answer comes back empty
             cell.source = "YOUR ANSWER HERE"

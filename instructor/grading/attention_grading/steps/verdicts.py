@@ -49,7 +49,7 @@ class ApplyVerdicts(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         notes = NotebookNotes.from_dict(resources.get(NOTES_KEY) or {})
-        for index in CellPlan(nb.cells).tests:
+        for index in CellPlan(nb.cells, names=False).tests:
             cell = nb.cells[index]
             data = notes.verdicts.get(grade_id(cell))
             verdict = Verdict.from_dict(data) if data else missing_verdict(cell)

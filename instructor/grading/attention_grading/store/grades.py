@@ -109,7 +109,7 @@ def fill_result(gb, nb, result):
 
 def checks_of(nb, grades, notes):
     """One CheckResult per graded cell, in notebook order, named by exercise and check."""
-    plan = CellPlan(nb.cells)
+    plan = CellPlan(nb.cells, names=False)
     checks = []
     for index, cell in enumerate(nb.cells):
         gid = grade_id(cell)
