@@ -14,6 +14,7 @@ than once per page as ``GenerateFeedback.start`` does.
 """
 import json
 import shutil
+import sqlite3
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -50,7 +51,27 @@ def _scratch_gradebook(scratch, template, prior):
     return db_url
 
 
+SCRATCH_PREFIX = "attention-feedback-"
 _EXPORTERS = {}      # per process: the course configuration (less its folders) -> its exporter
+_LISTENING = []      # per process: the scratch gradebooks' SQLite setting, once registered
+
+
+def _scratch_without_fsync():
+    """A scratch gradebook is thrown away after its page: SQLite need not wait for the disk at
+    each commit (in this worker, for the gradebooks in feedback jobs' scratch folders only)."""
+    if _LISTENING:
+        return
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    def unsynchronised(dbapi_connection, record):
+        if isinstance(dbapi_connection, sqlite3.Connection):
+            files = [row[2] for row in dbapi_connection.execute("PRAGMA database_list")]
+            if any(SCRATCH_PREFIX in (name or "") for name in files):
+                dbapi_connection.execute("PRAGMA synchronous = OFF")
+
+    _LISTENING.append(unsynchronised)
+    event.listen(Engine, "connect", unsynchronised)
 
 
 def _exporter(converter):
@@ -141,7 +162,8 @@ class FeedbackOutcome:
 def run_feedback(job):
     """The feedback page of one graded submission, in a scratch course; never raises."""
     started = time.time()
-    scratch = Path(tempfile.mkdtemp(prefix="attention-feedback-"))
+    _scratch_without_fsync()
+    scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
     try:
         folder = scratch / "autograded" / job.student / job.lesson
         for name, data in job.autograded.items():
