@@ -131,11 +131,13 @@ class CPUMeter:
         return int(dict(line.split() for line in text.splitlines())["usage_usec"]) / 1e6
 
     def close(self):
-        if self.folder is not None:
+        """Remove the cgroup once the last of its processes (a worker still exiting) is gone."""
+        for _ in range(100) if self.folder is not None else ():
             try:
                 self.folder.rmdir()
+                return
             except OSError:
-                pass
+                time.sleep(0.1)
 
 
 def env_for(root):
