@@ -331,3 +331,35 @@ def test_the_same_attempt_graded_again_draws_the_same_cases_and_a_new_one_new_ca
     assert [a.number for a in attempts] == [1, 2, 3] and attempts[2].digest == attempts[0].digest
     assert verdict() == predicted(attempts[2]) != said
     assert not any(np.array_equal(a.args[0], b.args[0]) for a, b in zip(cases_of(attempts[0]), cases_of(attempts[2])))
+
+
+def test_a_name_only_a_skipped_demonstration_defines_grades_the_notebook_whole(tmp_path):
+    """A cell the learner added reaches ``words`` (bound only by a demonstration of the lesson) in a
+    way the text does not show (IPython's ``ex``): that run meets a NameError, so the notebook is
+    graded again whole (the demonstrations run, the cell with them, no error) and keeps full marks
+    as the correct learner beside it does, whose demonstrations were skipped and say so."""
+    from attention_grading.kernels.demonstrations import NOTE
+
+    root = copy_course(tmp_path / "course")
+    submit(root, "alice", notebook("correct"))
+    nb = json.loads(notebook("correct"))
+    nb["cells"].append({"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                        "source": 'import IPython\nIPython.get_ipython().ex("seen = len(words)")\nprint("seen", seen)'})
+    submit(root, "ivy", json.dumps(nb))
+    done = run_grade(root, "--workers", "2", "--no-report")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    table = grade_table(f"sqlite:///{root / 'gradebook.db'}")
+    scores = {(student, name): score for (student, _, name), (score, _) in table.items()}
+    tests = [name for (student, name) in scores if student == "alice" and name.endswith("_reference")]
+    assert tests and all(scores["ivy", name] == scores["alice", name] > 0 for name in tests)
+
+    def autograded(student):
+        return json.loads((root / "autograded" / student / LESSON / f"{LESSON}.ipynb").read_text())
+
+    whole, skipping = autograded("ivy"), autograded("alice")
+    text = [json.dumps(cell.get("outputs", [])) for cell in whole["cells"]]
+    assert not any(NOTE.strip() in t for t in text)
+    assert "seen " in text[-1] and "NameError" not in text[-1], text[-1]
+    assert any(NOTE.strip() in json.dumps(cell.get("outputs", [])) for cell in skipping["cells"])
+    page = (root / "feedback" / "alice" / LESSON / f"{LESSON}.html").read_text()
+    assert "a demonstration of the lesson: not run while grading" in page

@@ -237,3 +237,5 @@ def test_feedback_shows_verdicts_but_no_hidden_test(lesson, graded):
     assert "On " in wrong and ("HiddenTestFailure" in wrong or "CheckFailed" in wrong)
     # Under grading the graded cell's visible line prints nothing: no tick above a failed verdict.
     assert "passes its visible checks" not in wrong and "is written" not in wrong
+    # The lesson's demonstrations were not run while grading, and the page says so where each was.
+    assert "a demonstration of the lesson: not run while grading" in feedback["solution"]

@@ -216,9 +216,11 @@ def judge_passing_on(R, case, calls):
 #: a pair of tokens each, 8.7 MB at T = 130) where a cache holds (64, T, 1) keys and values. From
 #: the short length to the long one the memory must grow in proportion to T; what grows faster, by
 #: more than half of one (64, T, T) float64 array at the long length, fails.
-#: Each call runs once, in a fresh kernel of its own (kernels/measurement.py), where the figure varies
-#: little from run to run; a short call that takes more than it needs earns no more credit than
-#: half of one (64, T, T) float64 array at the long length.
+#: Both calls run once, in one fresh kernel (kernels/measurement.py), the short length first: the
+#: meter is never reset between them, so the long call's figure is the most the sandbox took since
+#: the meter started (memory the short call left behind cannot hide the long one's growth), and a
+#: short call that takes more than it needs earns no more credit than half of one (64, T, T)
+#: float64 array at the long length.
 SHORT_STEPS, LONG_STEPS = (14, 22), (100, 128)       # ranges the two lengths are drawn from
 MEMORY_PROMPT, MEMORY_HEADS = 2, 64
 
@@ -231,7 +233,7 @@ def generate_memory_calls(g):
     seed = int(g.integers(0, 2**31))
     lengths = [int(g.integers(low, high, endpoint=True)) for low, high in (SHORT_STEPS, LONG_STEPS)]
     return [Call((params, prompt, n), {"temperature": 1.0, "top_k": 1, "rng": np.random.default_rng(seed)},
-                 memory=True) for n in lengths]
+                 memory=True, kernel="generate memory") for n in sorted(lengths)]
 
 
 def judge_generate_memory(R, calls, results):

@@ -59,7 +59,7 @@ def measure_in_fresh_kernels(client, state, conversation, measured, index, timeo
     kernel made as the executor ``client`` makes its own (its kernel settings and
     ``configure_kernel_manager``); the ``StopTest`` that ended one early, or None."""
     given, answers = state.plan.definitions_before(index)
-    given = [client.nb.cells[i].source for i in given]
+    given = [client.nb.cells[i].source for i in given if i not in state.demonstrations]
     answers = [client.nb.cells[i].source for i in answers]
     for last in last_batch_of_each_kernel(measured):
         try:

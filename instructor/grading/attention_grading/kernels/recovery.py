@@ -86,6 +86,6 @@ def replay_source(state, cell, index, broken):
     cell whose visible part ran, the functions it keeps for its test."""
     if index in state.kept and index not in broken:
         return state.remember_source(index)
-    if cell.cell_type != "code" or index in broken or index in state.plan.tests:
+    if cell.cell_type != "code" or index in broken or index in state.plan.tests or index in state.demonstrations:
         return None
     return cell.source

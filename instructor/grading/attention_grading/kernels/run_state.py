@@ -43,6 +43,7 @@ class RunState:
     hung: list = field(default_factory=list)        # cells that did not finish in time
     late: list = field(default_factory=list)        # cells not run: the notebook's time was up
     skipped: list = field(default_factory=list)     # cells that call a function that crashed or hung
+    demonstrations: set = field(default_factory=set)  # the lesson's cells no grade needs: not run
     restarts: int = 0                    # fresh kernels so far
     crashing: set = field(default_factory=set)      # graded functions that crashed or hung a kernel
     hung_once: bool = False              # some cell timed out: later ungraded cells get a short time

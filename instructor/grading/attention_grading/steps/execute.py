@@ -47,6 +47,7 @@ from ..hidden.cases import case_key, course_secret
 from ..hidden.conversation import ConversationLimits
 from ..kernels import figures, sandbox
 from ..kernels.cell_runs import ran_verdict, run_cell
+from ..kernels.demonstrations import NOTE, demonstrations, hidden_reads, needs_whole_run
 from ..kernels.hidden_runs import run_after_last_cell, run_visible_part
 from ..kernels.kernel_time import OwnTimeLimits
 from ..kernels.manager import KernelSandboxError, SandboxedKernelManager, SandboxRequest, shadowing_files
@@ -88,6 +89,10 @@ class GuardedExecute(OwnTimeLimits, Execute):
                          "wall-clock time less the time its main thread waited for a CPU that other "
                          "processes held (kernel_time.py). Each limit still ends after this many times "
                          "its length of wall-clock time.").tag(config=True)
+    skip_demonstrations = Bool(True, help="Do not run the lesson's demonstrations while grading: its own "
+                               "unchanged code cells that no answer, test or learner's cell needs "
+                               "(kernels/demonstrations.py); a notebook that needs one after all is graded "
+                               "whole. False: every cell runs, as stock nbgrader runs them.").tag(config=True)
     fork_kernels = Bool(True, help="Fork kernels from a warm parent (kernels/manager.py) instead of "
                         "starting each one cold.").tag(config=True)
     sandbox = Bool(True, help="Run every kernel in the operating-system sandbox. Set False only "
@@ -184,21 +189,40 @@ class GuardedExecute(OwnTimeLimits, Execute):
     # ------------------------------------------------------------------ the notebook
 
     def preprocess(self, nb, resources=None, km=None):
-        from ..hidden.reference import reference
+        """The notebook run without the lesson's demonstrations (``kernels.demonstrations``);
+        graded whole, as it was handed in, when that run met a name only a skipped cell defines."""
+        import copy
 
         resources = resources if resources is not None else {}
+        whole = copy.deepcopy(nb) if self.skip_demonstrations else None
+        self._case_key = self.case_key or self._attempt_key(resources)    # one attempt, whichever run
+        try:
+            nb_out, resources_out = self._preprocess(nb, resources, km, skip=self.skip_demonstrations)
+            if not (self._state.demonstrations and needs_whole_run(self._state)):
+                return nb_out, resources_out
+            self.log.info("a name only a demonstration defines was needed: graded whole again")
+            return self._preprocess(whole, resources, km, skip=False)
+        finally:
+            self._case_key = None
+
+    def _preprocess(self, nb, resources, km, skip):
+        from ..hidden.reference import reference
+
         state = RunState(CellPlan(nb.cells), OutputBudget(self.max_outputs, self.max_stream_chars,
                                                            self.max_cell_output_bytes,
                                                            self.max_notebook_output_bytes, self.max_output_depth))
         state.reference = reference()
         state.secret = bytes.fromhex(self.case_secret or course_secret(self._course_root()))
-        state.case_key = self.case_key or self._attempt_key(resources)
+        state.case_key = self._case_key
         self._state = state
         state.notes.sandbox = self._prepare_sandbox(state, resources)
         state.deadline = monotonic() + self.notebook_timeout
         lesson = (resources.get("nbgrader") or {}).get("assignment")
         state.lesson_cells = figures.lesson_code(self._course_root(), lesson) if self.learner_figures else None
         state.drawing = self.render_figures
+        if skip:
+            ours = state.lesson_cells if state.lesson_cells is not None else figures.lesson_code(self._course_root(), lesson)
+            state.demonstrations = demonstrations(nb.cells, ours, hidden_reads(state.plan))
         try:
             nb, resources = super().preprocess(nb, resources, km)
         except KernelSandboxError as exc:
@@ -228,6 +252,9 @@ class GuardedExecute(OwnTimeLimits, Execute):
             if index in state.plan.tests:
                 state.record(cell, Verdict(state.function_of(cell, index), False, "not run: the notebook used "
                                            f"up its {self.notebook_timeout} s of grading time", kind=NOT_RUN))
+            return cell, resources
+        if index in state.demonstrations:
+            cell.outputs = [NotebookNode(output_type="stream", name="stdout", text=NOTE)]
             return cell, resources
         if state.calls_crashed_code(cell):
             cell.outputs = [NotebookNode(output_type="stream", name="stdout", text=(

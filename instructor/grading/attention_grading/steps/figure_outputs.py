@@ -6,11 +6,13 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Integer
 
 FIGURE_TEXT = re.compile(r"^<Figure size [0-9.]+x[0-9.]+ with \d+ Axes>$")
+# nbconvert's own words for a picture with no description (HTMLExporter adds them to the page).
+NO_DESCRIPTION = "No description has been provided for this image"
 
 
 class FigureOutputs(NbGraderPreprocessor):
-    """Pictures in the feedback up to ``max_image_bytes`` each; in words, the figures the grader
-    did not draw and the pictures too large for the page."""
+    """Pictures in the feedback up to ``max_image_bytes`` each, each with its ``alt`` text; in
+    words, the figures the grader did not draw and the pictures too large for the page."""
 
     max_image_bytes = Integer(400_000, help="Largest picture (bytes, decoded) a feedback page shows; a "
                               "larger one is named, not shown.").tag(config=True)
@@ -32,4 +34,7 @@ class FigureOutputs(NbGraderPreprocessor):
                                                     "notebook to see it]"}
                     output.get("metadata", {}).clear()
                     break
+            else:
+                if images:   # the page writes it into the picture's tag (the sanitiser kept no other)
+                    output.setdefault("metadata", {}).setdefault("alt", NO_DESCRIPTION)
         return cell, resources
