@@ -43,6 +43,9 @@ def course(tmp_path_factory):
 
     with Gradebook(term.db_url(root), "attention") as gb:
         gb.grant_extension(LESSON, "bob", days=7)
+    nbgrader(root, "export")                    # before any run: the extension must count already
+    extended = tmp_path_factory.mktemp("exported-after-extension")
+    exported += [shutil.copy(root / name, extended / name) for name in ("grades.csv", "grades-by-learner.csv")]
     runs.append(term.Snapshot(root, term.run_term(root, "--feedback-only")))
     runs.append(term.Snapshot(root, term.run_term(root, "--force", "--student", "alice")))
     return root, runs, exported
@@ -163,6 +166,19 @@ def test_nbgrader_export_writes_the_same_files(course):
     assert open(exported[1], "rb").read() == runs[0].learners_bytes
 
 
+def test_nbgrader_export_after_an_extension_writes_no_stale_penalty(course):
+    """bob's extension, granted after grading, counts in `nbgrader export` before any run: it
+    writes the grades.csv and LMS file the next make feedback writes (bob 7, no penalty), not the
+    stale "zero" penalty the gradebook held."""
+    _, runs, exported = course
+    assert float(runs[1].row("bob")["late_submission_penalty"]) == 7.0       # before the extension
+    rows = term._csv(exported[2])
+    bob = next(r for r in rows if r["student"] == "bob" and r["lesson"] == LESSON)
+    assert float(bob["late_submission_penalty"]) == 0.0 and float(bob["score"]) == 7.0
+    assert open(exported[2], "rb").read() == runs[2].grades_bytes
+    assert open(exported[3], "rb").read() == runs[2].learners_bytes
+
+
 def test_roster_names_reach_both_csvs_and_the_formgrader(course):
     """The roster imported with `nbgrader db student import` gives every learner their names and
     e-mail in both CSVs and in the formgrader's list; zoe, who submitted nothing, is listed."""
@@ -183,18 +199,18 @@ def test_roster_names_reach_both_csvs_and_the_formgrader(course):
     assert listed == {student: (first, last, email) for student, first, last, email in term.ROSTER}
 
 
-def test_the_lms_file_leaves_out_lessons_not_open(course):
-    """grades.csv has every lesson; the LMS file lesson 01 (due) and lesson 02 (released through
-    the exchange) but not lesson 03 (due in 2099)."""
+def test_the_lms_file_counts_only_lessons_that_are_due(course):
+    """grades.csv has every lesson; the LMS file lesson 01 (due) alone: not lesson 02 (released
+    through the exchange with no due date: it would drop every percentage before anything is
+    due) nor lesson 03 (due in 2099); the totals are lesson 01's."""
     _, runs, _ = course
     assert {r["lesson"] for r in runs[0].grades} == set(term.LESSONS)
     header = list(runs[0].learners[0])
-    assert f"{LESSON} points" in header and f"{term.RELEASED} points" in header
-    assert not [h for h in header if h.startswith(term.NOT_YET_DUE)]
+    assert f"{LESSON} points" in header
+    assert not [h for h in header if h.startswith((term.NOT_YET_DUE, term.RELEASED))]
     for learner in runs[0].learners:
         student = learner["student"]
-        expected = sum(float(runs[0].row(student, lesson)["score"]) for lesson in (LESSON, term.RELEASED))
-        assert float(learner["total points"]) == expected
+        assert float(learner["total points"]) == float(runs[0].row(student, LESSON)["score"])
 
 
 def test_feedback_folders_hold_only_what_a_learner_receives(course):

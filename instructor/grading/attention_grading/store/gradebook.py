@@ -107,8 +107,11 @@ class FinalScore:
         return max(0.0, self.raw - self.penalty)
 
 
-def final_scores(gb, lessons, students):
-    """{(student, lesson): FinalScore} of every submission in the gradebook."""
+def final_scores(gb, lessons, students, config=None):
+    """{(student, lesson): FinalScore} of every submission in the gradebook. With the course's
+    ``config``, each late penalty is the one ``grades.late_penalty`` would set now
+    (``grades.penalty_now``: an extension or a manual grade since the last run counts), else the
+    one the gradebook holds."""
     from nbgrader.api import MissingEntry
 
     scores = {}
@@ -118,8 +121,10 @@ def final_scores(gb, lessons, students):
                 submission = gb.find_submission(lesson, student)
             except MissingEntry:
                 continue
+            penalty = (grades.penalty_now(gb, config, submission) if config is not None
+                       else submission.late_submission_penalty or 0.0)
             scores[student, lesson] = FinalScore(
-                submission.score, submission.late_submission_penalty or 0.0, submission.max_score,
+                submission.score, penalty, submission.max_score,
                 bool(submission.needs_manual_grade),
                 submission.timestamp.isoformat(sep=" ") if submission.timestamp else None)
     return scores
