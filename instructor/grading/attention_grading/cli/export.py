@@ -47,6 +47,8 @@ class CourseGradesExport(ExportPlugin):
         ``problems`` (``intake.Problem``) and ``results`` ({(student, lesson): GradingResult}) are
         read from the course folder when not given; ``notes``: more to say per submission."""
         from ..store import gradebook as books
+        from ..store import history
+        from ..store import roster
         from ..course import lesson_ids
         from ..run.intake import IntakeLimits, scan
 
@@ -57,6 +59,8 @@ class CourseGradesExport(ExportPlugin):
         if results is None:
             results = books.load_results(root)
         students = {s.id: {k: getattr(s, k) for k in output.NAMES} for s in gradebook.students}
+        apart = roster.kept_apart(self.config, set(students), {p.student for p in problems})
+        problems = [p for p in problems if p.student not in apart]      # not on the roster: in no output
         for student in sorted({p.student for p in problems if p.student} | {s for s, _ in results}):
             students.setdefault(student, {})
         students = dict(sorted(students.items()))
@@ -68,8 +72,13 @@ class CourseGradesExport(ExportPlugin):
         for key, result in results.items():
             if result.first_failure and key not in failed:
                 notes.setdefault(key, f"graded on a second attempt; the first failed: {result.first_failure}")
-        record = output.ClassRecord(lessons, students, books.final_scores(gradebook, lessons, students, self.config),
-                                    books.lesson_maxima(gradebook, lessons), failed, notes)
+        scores = books.final_scores(gradebook, lessons, students, self.config)
+        refused = {**history.refused(root), **failed}
+        for key, why in refused.items():        # a resubmission not graded: the last good grade stands
+            if key in scores and key in results and results[key].status != UNGRADABLE:
+                failed.pop(key, None)
+                notes[key] = f"a resubmission could not be graded ({why}); the last good grade stands"
+        record = output.ClassRecord(lessons, students, scores, books.lesson_maxima(gradebook, lessons), failed, notes)
         rows = output.class_rows(record)
         chosen = [r for r in rows if (not self.student or r["student"] in map(str, self.student))
                   and (not self.assignment or r["lesson"] in map(str, self.assignment))]

@@ -100,12 +100,18 @@ class SharedGradebookPenalties(AssignLatePenalties):
         return nb, resources
 
 
-def penalty_now(gb, config, submission):
+def penalty_step(gb, config):
+    """The step ``late_penalty`` runs, for ``penalty_now`` (one for a whole class)."""
+    step = SharedGradebookPenalties(config=config, gradebook=gb)
+    step.log.setLevel(logging.ERROR)
+    return step
+
+
+def penalty_now(gb, config, submission, step=None):
     """The late penalty of ``submission`` (an nbgrader ``SubmittedAssignment`` of the open gradebook
     ``gb``) as ``late_penalty`` would set it now, written nowhere: what ``nbgrader export`` reports,
     so that an extension or a manual grade given since the last run counts there too."""
-    step = SharedGradebookPenalties(config=config, gradebook=gb)
-    step.log.setLevel(logging.ERROR)
+    step = step or penalty_step(gb, config)
     return sum(step.penalty_of(submission, nb) or 0.0 for nb in submission.notebooks)
 
 
