@@ -16,12 +16,15 @@ refused before it changes anything (``--student nobody``, between runs 1 and 2).
 """
 import filecmp
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 import term_class as term
 from conftest import nbgrader
-from grading_helpers import LESSON, notebook, submit
+from grading_helpers import LESSON, REPO, env_for, notebook, submit
 
 pytestmark = [pytest.mark.nbgrader, pytest.mark.full]   # four make grade runs and stock autograde: ~5 min
 
@@ -43,7 +46,7 @@ def course(tmp_path_factory):
     term.grade_by_hand(root, "carol", "self_weight_answer", 1.0, "Right.")
     term.grade_by_hand(root, "carol", "row_softmax_answer", 1.0)
     term.rewrite_answer(root, "carol", "row_softmax_answer", "Every row is one query's budget of attention.")
-    refused = term.run_term(root, "--student", "nobody")           # refused before it changes anything
+    refused = refused_runs(root, tmp_path_factory.mktemp("not-a-course"))   # before they change anything
     runs.append(term.Snapshot(root, term.run_term(root)))
 
     from nbgrader.api import Gradebook
@@ -62,6 +65,24 @@ def course(tmp_path_factory):
     runs[-1].carol_page_before = carol_page
     runs[-1].refused = refused
     return root, runs, exported
+
+
+def refused_runs(root, elsewhere):
+    """Runs refused before they change anything, as scripts and make see them: the grader's console
+    script in the course folder (no --course: the current directory) with an unknown --student;
+    `make grade` while another run holds the course; the console script outside any course."""
+    from attention_grading.run.lock import course_lock
+
+    script = str(Path(sys.executable).parent / "attention-grade")
+    done = [subprocess.run([script, "--student", "nobody"], cwd=root, env=env_for(root), capture_output=True,
+                           text=True, timeout=600)]
+    with course_lock(root, False, lambda *_: None):
+        done.append(subprocess.run(["make", "-s", "-C", str(REPO), "-o", ".venv/.installed", "grade",
+                                    f"GRADE_ARGS=--course {root}"], env=env_for(root), capture_output=True,
+                                   text=True, timeout=600))
+    done.append(subprocess.run([script], cwd=elsewhere, env=env_for(root), capture_output=True, text=True,
+                               timeout=600))
+    return done
 
 
 @pytest.fixture(scope="module")
@@ -242,7 +263,9 @@ def test_gradebook_copies_before_each_run(course):
     before it changed anything (an unknown --student: exit status 2); the newest copy is the
     gradebook as the last run found it: alice's manual grades are in it."""
     root, runs, _ = course
-    assert runs[4].refused.returncode == 2 and "unknown student(s): nobody" in runs[4].refused.stderr
+    unknown, busy, _ = runs[4].refused
+    assert unknown.returncode == 2 and "unknown student(s): nobody" in unknown.stderr
+    assert busy.returncode == 2 and "make grade: exit status 75 (another run holds the course)" in busy.stderr
     copies = sorted((root / "gradebook-backups").glob("gradebook-*.db"))
     assert len(copies) == 5
     last = term.standings(f"sqlite:///{copies[-1]}")
@@ -312,7 +335,7 @@ def test_an_account_not_on_the_roster_is_named_and_kept_apart(course):
     """root, not on the roster, is named by every run and graded nowhere: no row in either CSV, the
     table or the report, nothing in autograded/, feedback/ or the gradebook."""
     root, runs, _ = course
-    assert f"[not on the roster] {term.OFF_ROSTER}: {LESSON} kept apart" in runs[0].out
+    assert f"[not on the roster] {term.OFF_ROSTER}: {LESSON} kept apart: no grade" in runs[0].out
     assert f"{term.OFF_ROSTER} {LESSON}: not on the roster, kept apart" in runs[0].out
     for snapshot in runs:
         assert term.OFF_ROSTER not in {r["student"] for r in snapshot.grades}
@@ -320,3 +343,15 @@ def test_an_account_not_on_the_roster_is_named_and_kept_apart(course):
         assert term.OFF_ROSTER not in snapshot.standings and f"{term.OFF_ROSTER} /" not in snapshot.summary
     assert not (root / "autograded" / term.OFF_ROSTER).exists() and not (root / "feedback" / term.OFF_ROSTER).exists()
     assert (root / "submitted" / term.OFF_ROSTER / LESSON / f"{LESSON}.ipynb").is_file()
+
+
+def test_the_grader_grades_the_course_it_is_run_in(course):
+    """The console script run in the course folder with no --course grades that course (it refused
+    the unknown learner of *this* class, naming its learners' count), and refuses outside a course
+    folder, saying how to name one (exit status 2; make would turn any status into 2: its recipe
+    prints the real one, above)."""
+    _, runs, _ = course
+    unknown, _, elsewhere = runs[4].refused
+    assert f"({len(term.ROSTER)})" in unknown.stderr
+    assert elsewhere.returncode == 2 and "is not a course folder (it has no nbgrader_config.py)" in elsewhere.stderr
+    assert "--course PATH" in elsewhere.stderr

@@ -191,8 +191,8 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
     problems = [p for p in problems if p.student not in apart]
     for student in sorted(apart):
         log(f"[not on the roster] {student}: {', '.join(l or '(no lesson)' for s, l in off_roster if s == student)}"
-            f" kept apart, not graded (the roster is the gradebook's students: add them with `nbgrader db "
-            f"student add {student}`, or c.Roster.off_roster = 'add')")
+            f" kept apart: no grade, in no output (the roster is the gradebook's students: add them with "
+            f"`nbgrader db student add {student}`, or c.Roster.off_roster = 'add')")
     for student in sorted(rosters.added(course.config, enrolled, submitted) - apart):
         log(f"[warning] {student} is not on the roster: added to the class as their submission is graded")
     roster = sorted((submitted - apart) | enrolled)
@@ -294,9 +294,24 @@ def _note_manual(run, key, result):
         run.changed_manual[key] = result.changed_manual
 
 
+def course_here(folder=None):
+    """The course folder the grader was run in (nbgrader's rule: the current directory, holding
+    an ``nbgrader_config.py``); else ``SelectionError`` (exit status 2) saying how to name one."""
+    from ..errors import SelectionError
+
+    folder = Path(folder or os.getcwd())
+    if not (folder / "nbgrader_config.py").is_file():
+        raise SelectionError(f"{folder} is not a course folder (it has no nbgrader_config.py): run the grader "
+                             f"in the course's folder (make grade there), or name it with --course PATH. "
+                             f"Nothing was done.")
+    return folder
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", default=None, help="course folder (default: this course)")
+    parser.add_argument("--course", "--root", dest="root", default=None,
+                        help="the course folder (default: the current directory, as nbgrader: it must hold "
+                             "an nbgrader_config.py)")
     parser.add_argument("--workers", type=int, default=None,
                         help="parallel graders (default: c.GradingRun.workers, else the number of cores)")
     parser.add_argument("--lesson", action="append", default=None, help="grade only this lesson (repeatable)")
@@ -332,7 +347,8 @@ def main(argv=None):
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
     try:
-        run = grade(args.root, args.lesson, args.student, args.workers, args.force, args.db_url,
+        root = args.root or course_here()
+        run = grade(root, args.lesson, args.student, args.workers, args.force, args.db_url,
                     feedback=not args.no_feedback, report=not args.no_report, job_timeout=args.job_timeout,
                     unsandboxed=args.unsandboxed, scheduler=args.scheduler, feedback_only=args.feedback_only,
                     new_gradebook=args.new_gradebook, wait=args.wait, insecure_cluster=args.insecure_cluster)

@@ -181,5 +181,5 @@ def change_lines(before, after, resubmitted=(), refused_now=None, off_roster=())
         lines.append(f"{student} {lesson}: resubmission NOT GRADED ({why}); the last good grade "
                      f"{_shown(after.get((student, lesson)))} stands")
     for student, lesson in sorted(set(off_roster)):
-        lines.append(f"{student} {lesson or '(every lesson)'}: not on the roster, kept apart (not graded)")
+        lines.append(f"{student} {lesson or '(every lesson)'}: not on the roster, kept apart (no grade)")
     return lines
