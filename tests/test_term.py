@@ -232,6 +232,8 @@ def test_roster_names_reach_both_csvs_and_the_formgrader(course):
     coursedir.db_url = term.db_url(root)
     coursedir.course_id = "attention"
     listed = {s["id"]: (s["first_name"], s["last_name"], s["email"]) for s in NbGraderAPI(coursedir).get_students()}
+    # nbgrader's formgrader lists every folder of submitted/: root, kept apart, with no name and no grade
+    assert listed.pop(term.OFF_ROSTER) == (None, None, None)
     assert listed == {student: (first, last, email) for student, first, last, email in term.ROSTER}
 
 
@@ -355,3 +357,21 @@ def test_the_grader_grades_the_course_it_is_run_in(course):
     assert f"({len(term.ROSTER)})" in unknown.stderr
     assert elsewhere.returncode == 2 and "is not a course folder (it has no nbgrader_config.py)" in elsewhere.stderr
     assert "--course PATH" in elsewhere.stderr
+
+
+def _section(summary, title):
+    return summary.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_report_groups_mistakes_leaves_blank_notebooks_apart_and_counts_written_answers(course):
+    """After the last run: erin's blank notebook is listed apart (not among the failures); each
+    diagnosed mistake names its learners; the written answers of the five learners are counted."""
+    import re
+
+    _, runs, _ = course
+    summary = runs[4].summary
+    blank = _section(summary, "Left blank")
+    assert f"erin / {LESSON}" in blank and "alice" not in blank and "bob" not in blank
+    for line in _section(summary, "Most frequent diagnosed mistakes").strip().splitlines():
+        assert line == "- (none)" or re.search(r"\(([a-z]+, )*[a-z]+\)$", line), line
+    assert f"{LESSON}: {2 * len(term.LEARNERS)} written answer(s)" in _section(summary, "Written answers")

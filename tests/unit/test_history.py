@@ -48,6 +48,9 @@ def test_the_change_log_says_old_to_new_resubmissions_refusals_and_the_roster(tm
     assert first.read_text().splitlines() == lines
     assert history.write_changes(tmp_path, []) is None
     assert (tmp_path / "history" / "changes.log").read_text().count("bob 01: 4.5 → 7.5") == 1
+    assert history.last_scores(tmp_path) is None                   # before the first run
+    history.save_scores(tmp_path, {("bob", "01"): 7.5, ("amy", "01"): 3.0})
+    assert history.last_scores(tmp_path) == {("bob", "01"): 7.5, ("amy", "01"): 3.0}
 
 
 def test_the_roster_keeps_apart_accounts_not_on_it():

@@ -24,7 +24,8 @@ A run reads top to bottom, data flowing one way (docs/architecture.md):
   plugin), the table and summary (``store.grades_table``), the report (``store.report``).
 
 ``submitted/`` is only ever read. One run at a time holds a course (``run.lock``); a SQLite
-gradebook is copied before each run (``run.backups``);
+gradebook is copied before each run that nothing refused (``run.backups``); every attempt is kept
+and each run's changes are printed and saved (``store.history``, ``publish_history``);
 Ctrl-C stops after the save in progress and writes what was saved. Exit status: 0, or 1 when
 some submission could not be graded, 2 for an unknown lesson or student, 75 when another run
 holds the course, 130 after Ctrl-C.
@@ -197,7 +198,7 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
         log(f"[warning] {student} is not on the roster: added to the class as their submission is graded")
     roster = sorted((submitted - apart) | enrolled)
     check_students(students, roster)
-    before = publish_history.scores_now(course)     # for the change log
+    before = publish_history.scores_before(course)     # for the change log
     # Nothing was refused: copy the gradebook before the run changes it (a run refused above makes none).
     backup = GradebookBackup(config=course.config).make(course.db_url)
     chosen = [u for u in units if u.lesson in lessons and (not students or u.student in students)]

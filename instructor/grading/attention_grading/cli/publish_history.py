@@ -7,10 +7,15 @@ from ..store import gradebook as books
 from ..store import history
 
 
-def scores_now(course):
-    """{(student, lesson): final score} of every submission graded so far, as ``nbgrader export``
-    computes it now."""
+def scores_before(course):
+    """{(student, lesson): final score} as the last run left them (``history/scores.json``: a
+    manual grade or an extension since then is a change), else as ``nbgrader export`` computes
+    them now."""
     from nbgrader.api import Gradebook
+
+    last = history.last_scores(course.root)
+    if last is not None:
+        return last
 
     results = {key: r for key, r in books.load_results(course.root).items() if r.status != UNGRADABLE}
     if not results:
@@ -50,6 +55,7 @@ def log_changes(run, course, log):
     run.changes = history.change_lines(run.before, after, resubmitted, run.refused, run.off_roster)
     try:
         run.change_log = history.write_changes(course.root, run.changes)
+        history.save_scores(course.root, after)
     except OSError as exc:
         log(f"[warning] the change log could not be saved: {exc}")
     if not any("→" in line for line in run.changes):

@@ -11,6 +11,7 @@ graded, or failed to grade, in a folder of its own, never overwritten by a later
                                                    # while an earlier grade stands (gone once one is)
     history/changes-<YYYYmmdd-HHMMSS>.txt          # one run's change log (when it changed anything)
     history/changes.log                            # every run's change log, appended
+    history/scores.json                            # the final scores as the last run left them
 
 ``attempt.json`` (``FORMAT`` 1): ``attempt`` (the ledger's number), ``handed_in_digest`` (the
 ledger's digest of every file handed in), ``notebook_sha256`` (of the submitted notebook),
@@ -35,6 +36,7 @@ FORMAT = 1
 RECORD = "attempt.json"
 REFUSED = "refused.json"
 CUMULATIVE = "changes.log"
+SCORES = "scores.json"             # the final scores the last run left: the next change log's "old"
 
 
 def lesson_folder(root, student, lesson):
@@ -154,6 +156,21 @@ def write_changes(root, lines, when=None):
     with open(folder / CUMULATIVE, "a") as fh:
         fh.write(f"# {when.isoformat(timespec='seconds')}\n{text}")
     return path
+
+
+def last_scores(root):
+    """{(student, lesson): final score} as the last run left them (so that the change log counts a
+    manual grade or an extension given between runs), or None before the first run."""
+    try:
+        data = json.loads((Path(root) / HISTORY / SCORES).read_text())
+        return {tuple(key.split("/", 1)): score for key, score in data["scores"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def save_scores(root, scores):
+    data = {"format": FORMAT, "saved": _now(), "scores": {f"{s}/{l}": v for (s, l), v in sorted(scores.items())}}
+    _write_atomic(Path(root) / HISTORY / SCORES, json.dumps(data, indent=1).encode())
 
 
 def _shown(value):
