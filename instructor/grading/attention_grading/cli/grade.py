@@ -201,6 +201,8 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
     before = publish_history.scores_before(course)     # for the change log
     # Nothing was refused: copy the gradebook before the run changes it (a run refused above makes none).
     backup = GradebookBackup(config=course.config).make(course.db_url)
+    if not enrolled and submitted:          # no roster yet: whoever submitted is the class from now on
+        rosters.enroll(course.db_url, course.course_id, submitted)
     chosen = [u for u in units if u.lesson in lessons and (not students or u.student in students)]
     for problem in problems:
         if (problem.lesson in lessons or not problem.lesson) and (not students or problem.student in students):

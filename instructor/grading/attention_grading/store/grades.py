@@ -103,7 +103,7 @@ class SharedGradebookPenalties(AssignLatePenalties):
 def penalty_step(gb, config):
     """The step ``late_penalty`` runs, for ``penalty_now`` (one for a whole class)."""
     step = SharedGradebookPenalties(config=config, gradebook=gb)
-    step.log.setLevel(logging.ERROR)
+    step.log.setLevel(logging.WARNING)
     return step
 
 

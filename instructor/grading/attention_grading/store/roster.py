@@ -15,7 +15,8 @@ class Roster(Configurable):
                            "(submitted/ is left as it is); add the learner with `nbgrader db student add` "
                            "to grade it. 'add': grade it and add the learner to the gradebook, with a "
                            "warning. With an empty roster (none imported yet) every account that "
-                           "submitted is added, with a warning.").tag(config=True)
+                           "submitted is added to it, with a warning (ungradable ones too: they "
+                           "are the class from then on).").tag(config=True)
 
 
 def enrolled(gb):
@@ -34,3 +35,13 @@ def kept_apart(config, on_roster, submitted):
 def added(config, on_roster, submitted):
     """The accounts among ``submitted`` a run adds to the class (with a warning)."""
     return {student for student in submitted if student and student not in on_roster}
+
+
+def enroll(db_url, course_id, students):
+    """Put ``students`` on the roster (the gradebook's students), as the first run does when no
+    roster was imported: a learner whose first submission could not be graded stays in the class."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url, course_id) as gb:
+        for student in sorted(students):
+            gb.update_or_create_student(student)
