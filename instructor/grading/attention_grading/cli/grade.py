@@ -184,7 +184,8 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
     units, problems = scan(course.root, course.lessons, limits=course.intake)    # the whole class, for grades.csv
     with Gradebook(course.db_url, course.course_id) as gb:
         enrolled = rosters.enrolled(gb)
-    submitted = {u.student for u in units} | {p.student for p in problems if p.student}
+    # Accounts that handed in a lesson (a notebook to grade, or one that cannot be): the roster's business.
+    submitted = {u.student for u in units} | {p.student for p in problems if p.student and p.lesson and p.fatal}
     apart = rosters.kept_apart(course.config, enrolled, submitted)
     off_roster = sorted({(u.student, u.lesson) for u in units if u.student in apart}
                         | {(p.student, p.lesson) for p in problems if p.student in apart})
@@ -194,7 +195,11 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
         log(f"[not on the roster] {student}: {', '.join(l or '(no lesson)' for s, l in off_roster if s == student)}"
             f" kept apart: no grade, in no output (the roster is the gradebook's students: add them with "
             f"`nbgrader db student add {student}`, or c.Roster.off_roster = 'add')")
-    for student in sorted(rosters.added(course.config, enrolled, submitted) - apart):
+    added = sorted(rosters.added(course.config, enrolled, submitted) - apart)
+    if added and not enrolled:
+        log(f"[warning] no roster (the gradebook has no student; import one with `nbgrader db student import`): "
+            f"the {len(added)} account(s) that submitted are put on it: {', '.join(added)}")
+    for student in added if enrolled else []:
         log(f"[warning] {student} is not on the roster: added to the class as their submission is graded")
     roster = sorted((submitted - apart) | enrolled)
     check_students(students, roster)
