@@ -49,9 +49,11 @@ def left_blank(result):
 
 
 def mistakes(results):
-    """Counters of (lesson, check, diagnosis) and of (lesson, check, message) of failed checks,
-    notebooks left blank left out, and {(lesson, check, diagnosis): [learners]}."""
-    named, other, who = Counter(), Counter(), defaultdict(list)
+    """Counters of (lesson, check, diagnosis) and of (lesson, check) of failed checks with no
+    diagnosis (one entry per check: each submission draws its own cases, so one bug's messages
+    differ in their numbers), notebooks left blank left out; {key: [learners]} of both; and
+    {(lesson, check): a message}."""
+    named, other, who, example = Counter(), Counter(), defaultdict(list), {}
     for result in results:
         if left_blank(result):
             continue
@@ -63,14 +65,22 @@ def mistakes(results):
                 named[(*where, check.diagnosis)] += 1
                 who[(*where, check.diagnosis)].append(result.student)
             elif check.message:
-                other[(*where, check.message.splitlines()[0][:160])] += 1
-    return named, other, who
+                other[where] += 1
+                who[where].append(result.student)
+                example.setdefault(where, check.message.splitlines()[0][:160])
+    return named, other, who, example
 
 
 def diagnosed_lines(named, who, limit=15):
     """One line per diagnosed mistake, across learners: how many, where, what, and who."""
     return [f"{count} × {lesson} · {check}: {text} ({', '.join(sorted(set(who[lesson, check, text])))})"
             for (lesson, check, text), count in named.most_common(limit)]
+
+
+def other_lines(other, who, example, limit=10):
+    """One line per check that failed with no diagnosis: how many, who, and one of its messages."""
+    return [f"{count} × {lesson} · {check} ({', '.join(sorted(set(who[lesson, check])))}), e.g.: "
+            f"{example[lesson, check]}" for (lesson, check), count in other.most_common(limit)]
 
 
 def written_answers(results):
@@ -227,7 +237,7 @@ def build_report(root, lessons, rows, problems, results, sandboxed=True, out=Non
     students = sorted({r["student"] for r in rows})
     lessons = [l for l in lessons if any(r["lesson"] == l and r["status"] != "not submitted" for r in rows)]
     exercise_rates, check_rates = pass_rates(results)
-    named, other, who = mistakes(results)
+    named, other, who, example = mistakes(results)
     blank = [f"{r.student} / {r.lesson}" for r in sorted(results, key=lambda r: (r.lesson, r.student))
              if left_blank(r)]
     by_lesson = [lesson_summary(rows, results, lesson) for lesson in lessons]
@@ -253,7 +263,7 @@ def build_report(root, lessons, rows, problems, results, sandboxed=True, out=Non
                        ("Pass rate per check", [f"{k}: {100 * v:.0f}%" for k, v in check_rates], "(nothing graded)")],
         "listings": [
             ("Most frequent diagnosed mistakes", diagnosed_lines(named, who), "(none)"),
-            ("Other failure messages", [f"{c} × {l} · {k}: {t}" for (l, k, t), c in other.most_common(10)], "(none)"),
+            ("Other failures, by check", other_lines(other, who, example), "(none)"),
             ("Left blank (nothing attempted: not among the failures above)", blank, "(none)"),
             ("Written answers", written_answers(results), "(none)"),
             ("Could not be graded", ungradable, "(none)"),
