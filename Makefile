@@ -12,6 +12,17 @@ LAB_ARGS ?=
 TEST_ARGS ?=
 CERT_ARGS ?=
 
+# GNU make exits 2 whatever a recipe's status was: say the grader's own status first (scripts that
+# need it call .venv/bin/attention-grade; docs/instructor-guide.md, "Options and exit statuses").
+define real_status
+$(2); status=$$?; case $$status in 0) ;; \
+  1) echo "make $(1): exit status 1 (not everything could be graded)" >&2 ;; \
+  2) echo "make $(1): exit status 2 (refused: an unknown lesson or student, or no course here)" >&2 ;; \
+  75) echo "make $(1): exit status 75 (another run holds the course)" >&2 ;; \
+  130) echo "make $(1): exit status 130 (stopped by Ctrl-C)" >&2 ;; \
+  *) echo "make $(1): exit status $$status" >&2 ;; esac; exit $$status
+endef
+
 .PHONY: lab instructor test test-all system-packages release grade feedback formgrader new-lesson cluster-certs docs clean
 
 $(STAMP): pyproject.toml constraints.txt instructor/grading/pyproject.toml src/jupyter_config/nbgrader_config.py
@@ -51,7 +62,7 @@ release: $(STAMP)
 
 ## grade: autograde submitted/ (here, or on a Dask cluster: GRADE_ARGS="--scheduler tls://HOST:8786"), write feedback/, grades.csv and grades-by-learner.csv, print a table per student
 grade: $(STAMP)
-	$(PYTHON) -m attention_grading.cli.grade $(GRADE_ARGS)
+	@$(call real_status,grade,$(PYTHON) -m attention_grading.cli.grade $(GRADE_ARGS))
 
 ## new-lesson: scaffold a lesson (NAME=09_example, FUNCTION=its first graded function): its source notebook and its folder instructor/lessons/<id>/ (spec, reference, catalogue, claims)
 new-lesson: $(STAMP)
@@ -59,7 +70,7 @@ new-lesson: $(STAMP)
 
 ## feedback: render again the feedback pages whose grades, comments or late penalties changed (after manual grading)
 feedback: $(STAMP)
-	$(PYTHON) -m attention_grading.cli.grade --feedback-only $(GRADE_ARGS)
+	@$(call real_status,feedback,$(PYTHON) -m attention_grading.cli.grade --feedback-only $(GRADE_ARGS))
 
 ## cluster-certs: the Dask cluster's certificate authority and per-role certificates (instructor/cluster-tls/)
 cluster-certs: $(STAMP)

@@ -21,6 +21,7 @@ LEARNERS = {"alice": ("correct", ON_TIME), "bob": ("correct", LATE), "carol": ("
 ROSTER = [("alice", "Alice", "Ng", "alice@uni.example"), ("bob", "Bob", "Okafor", "bob@uni.example"),
           ("carol", "Carol", "Diaz", "carol@uni.example"), ("dave", "Dave", "Kim", "dave@uni.example"),
           ("erin", "Erin", "Holm", "erin@uni.example"), ("zoe", "Zoe", "Park", "zoe@uni.example")]
+OFF_ROSTER = "root"                          # submits, but is not on the roster
 WRITTEN = ("self_weight_answer", "row_softmax_answer")
 COMMENT = r"Close: the rows are scaled by $\sqrt{d}$ first, see lesson 03."
 

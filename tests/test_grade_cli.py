@@ -236,13 +236,20 @@ def test_make_grade_prints_no_runtime_warning(graded_class):
     assert "RuntimeWarning" not in out and "found in sys.modules" not in out, out[-3000:]
 
 
-def test_grades_by_learner_is_grades_csv_one_row_per_learner(graded_class):
+def test_grades_by_learner_is_grades_csv_one_row_per_learner(graded_class, tmp_path):
     """grades-by-learner.csv (for a learning-management system): one row per learner, points and
     percent per lesson, totals; the same numbers as grades.csv; an ungradable lesson's cells empty
-    and the note saying why."""
+    and the note saying why. Lesson 01 has no due date here: make grade's file counts no lesson
+    (c.CourseGradesExport.lms_counts = "due"); `nbgrader export` with lms_counts "released" counts it."""
     root, _, _ = graded_class
     table = rows(root)
     with open(root / "grades-by-learner.csv", newline="") as fh:
+        reader = csv.DictReader(fh)
+        assert reader.fieldnames == ["student", "first_name", "last_name", "email", "total points",
+                                     "total max points", "total percent", "note"]
+        assert len(list(reader)) == 8
+    nbgrader(root, "export", f"--to={tmp_path / 'grades.csv'}", "--CourseGradesExport.lms_counts=released")
+    with open(tmp_path / "grades-by-learner.csv", newline="") as fh:
         reader = csv.DictReader(fh)
         header, learners = reader.fieldnames, list(reader)
     assert header == ["student", "first_name", "last_name", "email", f"{LESSON} points", f"{LESSON} percent",

@@ -176,6 +176,26 @@ def test_final_scores_are_nbgrader_exports(hand_graded):
     assert score.timestamp == "2026-01-10 12:00:00"
 
 
+def test_final_scores_with_the_course_config_follow_an_extension_given_since(hand_graded):
+    """nbgrader export's penalty (final_scores with the course's configuration) is the one
+    late_penalty would set now: an extension granted after grading takes the stale penalty off
+    at once, without touching the gradebook's stored one (nbgrader export writes no grade)."""
+    from nbgrader.api import Gradebook
+
+    db_url, _ = hand_graded
+    config = Config()
+    config.LateSubmissionPlugin.penalty_method = "zero"
+    with Gradebook(db_url, COURSE_ID) as gb:
+        grades.late_penalty(gb, config, LESSON, "alice")
+        (before,) = books.final_scores(gb, [LESSON], ["alice"], config).values()
+        gb.grant_extension(LESSON, "alice", days=30)
+        (stored,) = books.final_scores(gb, [LESSON], ["alice"]).values()
+        (now,) = books.final_scores(gb, [LESSON], ["alice"], config).values()
+    assert before.penalty == before.raw > 0 and before.score == 0.0
+    assert stored.penalty == before.penalty                   # the gradebook still holds the old one
+    assert now.penalty == 0.0 and now.score == now.raw > 0
+
+
 def test_backups_keep_the_newest_copies(db_url, tmp_path):
     """A consistent copy of the SQLite gradebook per call, the newest ``keep`` kept; none for a
     database that is not SQLite."""

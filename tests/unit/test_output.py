@@ -61,8 +61,10 @@ def test_the_table_marks_late_and_awaiting():
 
 
 def test_open_lessons(tmp_path):
-    """A lesson goes to the LMS when its due date has passed, or, without one, when it was
-    released through the exchange or someone submitted it; not when it is due later."""
+    """A lesson goes to the LMS when its due date has passed, never before, and never without a
+    due date (lms_counts 'due', the default: releasing a lesson lowers no percentage); with
+    'released', also without one when it was released through the exchange or someone submitted
+    it; never when it is due later."""
     config = Config()
     config.Exchange.root = str(tmp_path)
     config.CourseDirectory.course_id = "attention"
@@ -74,6 +76,10 @@ def test_open_lessons(tmp_path):
     rows = [{"lesson": lesson, "status": "graded" if lesson in ("submitted", "later") else "not submitted"}
             for lesson in info]
     now = datetime.datetime(2026, 6, 1)
+    assert exporter.open_lessons(rec, rows, now) == ["due"]
+    assert exporter.open_lessons(rec, rows, datetime.datetime(2020, 1, 1)) == []
+    config.CourseGradesExport.lms_counts = "released"
+    exporter = CourseGradesExport(config=config)
     assert exporter.open_lessons(rec, rows, now) == ["due", "released", "submitted"]
 
 

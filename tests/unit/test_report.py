@@ -88,3 +88,42 @@ def test_the_page_holds_the_figures_and_shows_what_learners_wrote_as_text(tmp_pa
     assert "forgot &lt;b&gt;the scale&lt;/b&gt; &amp; more" in page and "x&lt;img src=x onerror=alert(1)&gt;" in page
     assert "<script" not in page and "<img src=x" not in page and "<b>" not in page
     assert page.index("WARNING: graded WITHOUT a sandbox") < page.index("<h1>Grading report</h1>")
+
+
+def test_a_diagnosed_mistake_is_grouped_across_learners_with_their_names():
+    """One line per diagnosis: how many learners made it, and who."""
+    results = [result(s, [3, 0]) for s in ("bob", "amy", "cy")]
+    for r in results:
+        r.checks[1].diagnosis = "the rows are not scaled"
+    named, _, who, _ = report.mistakes(results)
+    assert report.diagnosed_lines(named, who) == ["3 × 01 · f1 · check_1: the rows are not scaled (amy, bob, cy)"]
+
+
+def test_blank_notebooks_are_left_out_of_the_failures_and_listed_apart():
+    """A notebook with nothing earned and its written answers left as released (0, not awaiting)
+    is blank: its failures are not counted; one that earned nothing but awaits a written answer,
+    or earned a point, is not blank."""
+    blank = result("erin", [0, 0], 0.0)
+    blank.checks[0].message = "NotImplementedError"
+    tried = result("fay", [0, 0], None)
+    tried.checks[0].message = "wrong shape"
+    assert report.left_blank(blank) and not report.left_blank(tried) and not report.left_blank(CLASS[1])
+    _, other, who, example = report.mistakes([blank, tried])
+    assert report.other_lines(other, who, example) == ["1 × 01 · f0 · check_0 (fay), e.g.: wrong shape"]
+
+
+def test_one_bug_is_one_line_of_other_failures_whatever_its_cases():
+    """Messages that differ in their numbers (each submission draws its own cases) are one line
+    per check, with the learners' names."""
+    tried = [result(s, [0, 3], 1.0) for s in ("gus", "ann")]
+    tried[0].checks[0].message, tried[1].checks[0].message = "expected 0.25, got 0.5", "expected 0.75, got 1.5"
+    _, other, who, example = report.mistakes(tried)
+    (line,) = report.other_lines(other, who, example)
+    assert line.startswith("2 × 01 · f0 · check_0 (ann, gus), e.g.: expected 0.")
+
+
+def test_written_answer_statistics():
+    """Per lesson: answers, those with points (mean of max), awaiting, with none."""
+    assert report.written_answers(CLASS) == [
+        "01: 4 written answer(s): 1 with points, mean 2.00 of 2; 1 awaiting manual grading; 2 with no point "
+        "(left as released or graded 0)"]

@@ -219,3 +219,26 @@ def test_an_untouched_release_keeps_its_metadata_and_raises_no_flag(db_url):
     store_lesson(db_url, nbformat.read(release, as_version=4))
     nb = _sanitized(db_url, solved(release, ROOT / "solutions" / lesson / f"{lesson}.ipynb"))
     assert nb.metadata["attention_grading"]["restored_metadata"] == []
+
+
+def test_a_copied_solution_is_named_for_its_missing_stamps_not_as_changed_metadata(db_url):
+    """The notebook of solutions/ handed in as it is (its cells carry no nbgrader checksum or cell
+    type): no cell counts as changed metadata; the cells are listed as unstamped, which the grader's
+    flag says in words (kernels.run_state)."""
+    import nbformat
+
+    from conftest import ROOT
+
+    from attention_grading.cells import CellPlan
+    from attention_grading.kernels.run_state import RunState
+
+    lesson = "01_context_vectors"
+    store_lesson(db_url, nbformat.read(ROOT / "notebooks" / lesson / f"{lesson}.ipynb", as_version=4))
+    nb = _sanitized(db_url, nbformat.read(ROOT / "solutions" / lesson / f"{lesson}.ipynb", as_version=4))
+    notes = nb.metadata["attention_grading"]
+    assert notes["restored_metadata"] == []
+    assert "self_weight_answer" in notes["unstamped_metadata"] and "softmax" in notes["unstamped_metadata"]
+    state = RunState(plan=CellPlan(nb.cells), budget=None)
+    (flag,) = state.finish(nb, max_restarts=0).flags
+    assert "carry no nbgrader checksum or cell type" in flag["why"] and "solutions/" in flag["why"]
+    assert "was changed" not in flag["why"]

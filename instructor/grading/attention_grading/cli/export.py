@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from nbgrader.plugins import ExportPlugin
-from traitlets import List, Unicode
+from traitlets import Enum, List, Unicode
 
 from ..store import grades_table as output
 from ..results import NOT_SUBMITTED, UNGRADABLE
@@ -25,10 +25,15 @@ class CourseGradesExport(ExportPlugin):
                            help="The file for a learning-management system's import, one row per "
                                 "learner; relative to the folder of grades.csv (ExportPlugin.to).").tag(config=True)
     lms_lessons = List(Unicode(), help="Lessons to put in grades-by-learner.csv whatever their state. Empty "
-                                       "(the default): every lesson that is open, i.e. whose due date has "
-                                       "passed or, without a due date, that was released through the "
-                                       "exchange or submitted by someone; a lesson not yet released or "
-                                       "due is left out rather than exported as 0.").tag(config=True)
+                                       "(the default): the lessons that count now (CourseGradesExport."
+                                       "lms_counts).").tag(config=True)
+    lms_counts = Enum(["due", "released"], "due",
+                      help="Which lessons grades-by-learner.csv counts when lms_lessons is empty. 'due' (the "
+                           "default): a lesson whose due date has passed, and no other (a lesson without a due "
+                           "date counts once it has one and it has passed), so releasing a lesson never lowers "
+                           "a learner's percentage before anything is due. 'released': also a lesson without a "
+                           "due date that was released through the exchange or submitted by "
+                           "someone.").tag(config=True)
 
     def export(self, gradebook):
         """``nbgrader export``: the course folder is the one nbgrader runs in."""
@@ -42,6 +47,8 @@ class CourseGradesExport(ExportPlugin):
         ``problems`` (``intake.Problem``) and ``results`` ({(student, lesson): GradingResult}) are
         read from the course folder when not given; ``notes``: more to say per submission."""
         from ..store import gradebook as books
+        from ..store import history
+        from ..store import roster
         from ..course import lesson_ids
         from ..run.intake import IntakeLimits, scan
 
@@ -52,6 +59,8 @@ class CourseGradesExport(ExportPlugin):
         if results is None:
             results = books.load_results(root)
         students = {s.id: {k: getattr(s, k) for k in output.NAMES} for s in gradebook.students}
+        apart = roster.kept_apart(self.config, set(students), {p.student for p in problems if p.lesson and p.fatal})
+        problems = [p for p in problems if p.student not in apart]      # not on the roster: in no output
         for student in sorted({p.student for p in problems if p.student} | {s for s, _ in results}):
             students.setdefault(student, {})
         students = dict(sorted(students.items()))
@@ -63,8 +72,13 @@ class CourseGradesExport(ExportPlugin):
         for key, result in results.items():
             if result.first_failure and key not in failed:
                 notes.setdefault(key, f"graded on a second attempt; the first failed: {result.first_failure}")
-        record = output.ClassRecord(lessons, students, books.final_scores(gradebook, lessons, students),
-                                    books.lesson_maxima(gradebook, lessons), failed, notes)
+        scores = books.final_scores(gradebook, lessons, students, self.config)
+        refused = {**history.refused(root), **failed}
+        for key, why in refused.items():        # a resubmission not graded: the last good grade stands
+            if key in scores and key in results and results[key].status != UNGRADABLE:
+                failed.pop(key, None)
+                notes[key] = f"a resubmission could not be graded ({why}); the last good grade stands"
+        record = output.ClassRecord(lessons, students, scores, books.lesson_maxima(gradebook, lessons), failed, notes)
         rows = output.class_rows(record)
         chosen = [r for r in rows if (not self.student or r["student"] in map(str, self.student))
                   and (not self.assignment or r["lesson"] in map(str, self.assignment))]
@@ -79,8 +93,9 @@ class CourseGradesExport(ExportPlugin):
         return rows, lms
 
     def open_lessons(self, record, rows, now=None):
-        """The lessons a learning-management system should get: due, or (without a due date)
-        released through the exchange or submitted by someone."""
+        """The lessons a learning-management system should get (``lms_counts``): due (the due
+        date has passed), or with 'released', also without a due date and released through the
+        exchange or submitted by someone."""
         now = now or datetime.now(timezone.utc).replace(tzinfo=None)      # nbgrader's due dates: naive UTC
         exchange = Path(self.config.Exchange.get("root", "/srv/nbgrader/exchange"))
         course = self.config.CourseDirectory.get("course_id", "")
@@ -88,7 +103,10 @@ class CourseGradesExport(ExportPlugin):
         chosen = []
         for lesson in record.lessons:
             due = record.lessons_info[lesson][1]
-            released = (exchange / course / "outbound" / lesson).is_dir()
-            if (due is not None and due <= now) or (due is None and (released or lesson in submitted)):
+            if due is not None:
+                if due <= now:
+                    chosen.append(lesson)
+            elif self.lms_counts == "released" and ((exchange / course / "outbound" / lesson).is_dir()
+                                                     or lesson in submitted):
                 chosen.append(lesson)
         return chosen

@@ -24,7 +24,8 @@ A run reads top to bottom, data flowing one way (docs/architecture.md):
   plugin), the table and summary (``store.grades_table``), the report (``store.report``).
 
 ``submitted/`` is only ever read. One run at a time holds a course (``run.lock``); a SQLite
-gradebook is copied before each run (``run.backups``);
+gradebook is copied before each run that nothing refused (``run.backups``); every attempt is kept
+and each run's changes are printed and saved (``store.history``, ``publish_history``);
 Ctrl-C stops after the save in progress and writes what was saved. Exit status: 0, or 1 when
 some submission could not be graded, 2 for an unknown lesson or student, 75 when another run
 holds the course, 130 after Ctrl-C.
@@ -52,9 +53,11 @@ from ..run.lock import course_lock, deferred_interrupt
 from ..run.plan import check_students, open_course, plan, select_lessons
 from ..run.pool import LocalPool, run_with_second_attempt
 from ..store import gradebook as books
+from ..store import roster as rosters
 from ..store.grades_table import print_summary
 from ..store.lessons import Templates
 from .progress import progress
+from . import publish_history
 from .publish import publish, refresh, render_pages
 
 
@@ -96,6 +99,12 @@ class RunRecord:
     interrupted: bool = False                             # Ctrl-C
     backup: Path = None                                   # the copy of the gradebook made first
     feedback_only: bool = False
+    attempts: dict = field(default_factory=dict)          # (student, lesson): attempt number graded now
+    before: dict = field(default_factory=dict)            # (student, lesson): final score before the run
+    refused: dict = field(default_factory=dict)           # (student, lesson): why; its last good grade stands
+    off_roster: list = field(default_factory=list)        # (student, lesson) kept apart: not on the roster
+    changes: list = field(default_factory=list)           # the change log's lines
+    change_log: Path = None                               # where they were saved
 
     def selected(self, key):
         student, lesson = key
@@ -162,9 +171,7 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
     pools = _Pools(course, workers, job_timeout, scheduler, sandboxed, log, insecure_cluster)
     with course_lock(course.root, wait, log):
         check_gradebook(course.db_url, course.course_id, course.root, allow_new=new_gradebook)
-        backup = GradebookBackup(config=course.config).make(course.db_url)
         run = _run(course, lessons, students, force, feedback, report, sandboxed, feedback_only, pools, log)
-        run.backup = backup
     run.seconds = time.time() - t0
     print_summary(run, log)
     return run
@@ -176,9 +183,31 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
 
     units, problems = scan(course.root, course.lessons, limits=course.intake)    # the whole class, for grades.csv
     with Gradebook(course.db_url, course.course_id) as gb:
-        roster = sorted({u.student for u in units} | {p.student for p in problems if p.student}
-                        | {s.id for s in gb.students})
+        enrolled = rosters.enrolled(gb)
+    # Accounts that handed in a lesson (a notebook to grade, or one that cannot be): the roster's business.
+    submitted = {u.student for u in units} | {p.student for p in problems if p.student and p.lesson and p.fatal}
+    apart = rosters.kept_apart(course.config, enrolled, submitted)
+    off_roster = sorted({(u.student, u.lesson) for u in units if u.student in apart}
+                        | {(p.student, p.lesson) for p in problems if p.student in apart})
+    units = [u for u in units if u.student not in apart]
+    problems = [p for p in problems if p.student not in apart]
+    for student in sorted(apart):
+        log(f"[not on the roster] {student}: {', '.join(l or '(no lesson)' for s, l in off_roster if s == student)}"
+            f" kept apart: no grade, in no output (the roster is the gradebook's students: add them with "
+            f"`nbgrader db student add {student}`, or c.Roster.off_roster = 'add')")
+    added = sorted(rosters.added(course.config, enrolled, submitted) - apart)
+    if added and not enrolled:
+        log(f"[warning] no roster (the gradebook has no student; import one with `nbgrader db student import`): "
+            f"the {len(added)} account(s) that submitted are put on it: {', '.join(added)}")
+    for student in added if enrolled else []:
+        log(f"[warning] {student} is not on the roster: added to the class as their submission is graded")
+    roster = sorted((submitted - apart) | enrolled)
     check_students(students, roster)
+    before = publish_history.scores_before(course)     # for the change log
+    # Nothing was refused: copy the gradebook before the run changes it (a run refused above makes none).
+    backup = GradebookBackup(config=course.config).make(course.db_url)
+    if not enrolled and submitted:          # no roster yet: whoever submitted is the class from now on
+        rosters.enroll(course.db_url, course.course_id, submitted)
     chosen = [u for u in units if u.lesson in lessons and (not students or u.student in students)]
     for problem in problems:
         if (problem.lesson in lessons or not problem.lesson) and (not students or problem.student in students):
@@ -186,6 +215,7 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
     run = RunRecord(course.root, lessons, roster, problems=problems, sandboxed=sandboxed,
                    only_students=list(students or []), feedback_only=feedback_only)
     run.failed = {(p.student, p.lesson): p.message for p in problems if p.fatal}
+    run.backup, run.before, run.off_roster = backup, before, off_roster
     scratch = Path(tempfile.mkdtemp(prefix="attention-grade-"))
     try:
         if not feedback_only:
@@ -202,6 +232,7 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
         pools.close()
         shutil.rmtree(scratch, ignore_errors=True)
     publish(run, course, report, students, log)
+    publish_history.log_changes(run, course, log)
     return run
 
 
@@ -224,7 +255,8 @@ def _grade(run, course, found, pools, log):
         if not outcome.ok:
             if outcome.log:
                 _save_log(course.root, job.key, outcome.log, attempt)
-            books.record_failure(course.root, outcome.result)
+            books.record_failure(course.root, outcome.result, planned[job.key].attempt,
+                                 job.files.get(f"{job.lesson}.ipynb"))
             first_failures.setdefault(job.key, outcome.message or "autograde failed")
             return outcome.message or "autograde failed"
         if attempt == 2 and job.key in first_failures:
@@ -232,9 +264,10 @@ def _grade(run, course, found, pools, log):
         try:
             with deferred_interrupt():          # Ctrl-C waits for the save to end
                 entry = planned[job.key]
-                books.save(course.root, course.db_url, course.course_id, outcome, course.config,
-                           entry.prior, entry.answered)
+                now = books.save(course.root, course.db_url, course.course_id, outcome, course.config,
+                                 entry.prior, entry.answered)
                 run.graded.append(job.key)
+                publish_history.keep_graded(run, course, job, outcome, entry.attempt, now)
                 _note_manual(run, job.key, outcome.result)
             return None
         except KeyboardInterrupt:
@@ -269,9 +302,24 @@ def _note_manual(run, key, result):
         run.changed_manual[key] = result.changed_manual
 
 
+def course_here(folder=None):
+    """The course folder the grader was run in (nbgrader's rule: the current directory, holding
+    an ``nbgrader_config.py``); else ``SelectionError`` (exit status 2) saying how to name one."""
+    from ..errors import SelectionError
+
+    folder = Path(folder or os.getcwd())
+    if not (folder / "nbgrader_config.py").is_file():
+        raise SelectionError(f"{folder} is not a course folder (it has no nbgrader_config.py): run the grader "
+                             f"in the course's folder (make grade there), or name it with --course PATH. "
+                             f"Nothing was done.")
+    return folder
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", default=None, help="course folder (default: this course)")
+    parser.add_argument("--course", "--root", dest="root", default=None,
+                        help="the course folder (default: the current directory, as nbgrader: it must hold "
+                             "an nbgrader_config.py)")
     parser.add_argument("--workers", type=int, default=None,
                         help="parallel graders (default: c.GradingRun.workers, else the number of cores)")
     parser.add_argument("--lesson", action="append", default=None, help="grade only this lesson (repeatable)")
@@ -307,7 +355,8 @@ def main(argv=None):
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
     try:
-        run = grade(args.root, args.lesson, args.student, args.workers, args.force, args.db_url,
+        root = args.root or course_here()
+        run = grade(root, args.lesson, args.student, args.workers, args.force, args.db_url,
                     feedback=not args.no_feedback, report=not args.no_report, job_timeout=args.job_timeout,
                     unsandboxed=args.unsandboxed, scheduler=args.scheduler, feedback_only=args.feedback_only,
                     new_gradebook=args.new_gradebook, wait=args.wait, insecure_cluster=args.insecure_cluster)

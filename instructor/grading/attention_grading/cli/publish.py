@@ -18,6 +18,7 @@ from ..store import grades
 from ..store import pages
 from ..store import standing as standings
 from ..store.grades_table import format_table
+from . import publish_history
 from .progress import progress
 
 
@@ -33,7 +34,7 @@ def refresh(run, course, chosen, feedback, rerender):
         for u in chosen:
             key = u.student, u.lesson
             notebook = course.autograded(u.student, u.lesson) / f"{u.lesson}.ipynb"
-            if key in run.failed or not notebook.is_file():
+            if not notebook.is_file() or (key in run.failed and not _grade_stands(course, key)):
                 continue
             if key not in graded_now:          # its penalty was set as its grades were stored
                 with deferred_interrupt():
@@ -53,6 +54,12 @@ def refresh(run, course, chosen, feedback, rerender):
                 run.feedback_current += 1
             run.feedback_cpu += time.process_time() - started
     return stale
+
+
+def _grade_stands(course, key):
+    """An earlier attempt's grade stands although this one could not be graded."""
+    result = books.load_result(course.root, *key)
+    return result is not None and result.status != UNGRADABLE
 
 
 def render_pages(run, course, stale, templates, pools):
@@ -75,6 +82,7 @@ def render_pages(run, course, stale, templates, pools):
             with deferred_interrupt():
                 pages.write(course.root, job.student, job.lesson, outcome.feedback,
                             pages.page_digest(outcome.digest, notebooks[job.key], renderer))
+                publish_history.keep_page(course.root, job.student, job.lesson, outcome.feedback)
             run.feedback_written += 1
             run.pages.add(job.key)
     run.feedback_cpu += time.process_time() - started

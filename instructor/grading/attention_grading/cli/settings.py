@@ -30,8 +30,9 @@ def configurables():
     from ..hidden.conversation import ConversationLimits
     from ..run.intake import IntakeLimits
     from ..run.backups import GradebookBackup
+    from ..store.roster import Roster
 
-    return [GradingRun, GradebookBackup, IntakeLimits, GuardedExecute, ConversationLimits, DaskCluster,
+    return [GradingRun, GradebookBackup, Roster, IntakeLimits, GuardedExecute, ConversationLimits, DaskCluster,
             ClusterTLS, FigureOutputs, CourseGradesExport, FormgraderCSP]
 
 

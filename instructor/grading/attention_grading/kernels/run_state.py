@@ -115,6 +115,12 @@ class RunState:
         notes.restored_metadata = restoring.get("restored_metadata", [])
         notes.flags += [vars(Flag(f"the nbgrader metadata of {name} was changed; the gradebook's was used",
                                   grade_id=name)) for name in notes.restored_metadata]
+        unstamped = restoring.get("unstamped_metadata", [])
+        if unstamped:      # not a change: said as what it is, so that it is not read as tampering
+            notes.flags.append(vars(Flag(
+                f"{len(unstamped)} graded cell(s) carry no nbgrader checksum or cell type, as the notebooks of "
+                f"solutions/ are written (a copied solution?) or as a tool that strips nbgrader's stamps leaves "
+                f"them; nothing else in their metadata changed, and the gradebook's was used")))
         return notes
 
 

@@ -82,6 +82,7 @@ class Planned:
     job: GradingJob
     prior: object = None           # store.standing.Standing in the course gradebook before, or None
     answered: dict = field(default_factory=dict)    # {grade_id: digest} of written answers graded before
+    attempt: object = None         # hidden.attempts.Attempt: its number in the ledger (store.history keeps it)
 
 
 @dataclass
@@ -139,5 +140,5 @@ def plan(course, lessons, chosen, force, scratch, log):
             job = GradingJob(u.student, u.lesson, files, cells[u.lesson], course.config, digest, lesson_hash[u.lesson],
                              lesson_source=sources[u.lesson], lesson_files=extra[u.lesson],
                              case_key=attempt.key(u.student, u.lesson))
-            found.jobs.append(Planned(job, standings.read(gb, u.lesson, u.student), answered))
+            found.jobs.append(Planned(job, standings.read(gb, u.lesson, u.student), answered, attempt))
     return found

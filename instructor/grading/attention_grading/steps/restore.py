@@ -89,7 +89,7 @@ class RestoreCells(OverwriteCells):
         for cell in nb.cells:
             if "nbgrader" in cell.metadata and "grade_id" not in cell.metadata["nbgrader"]:
                 del cell.metadata["nbgrader"]
-        self._changed, self._known = [], None
+        self._changed, self._unstamped, self._known = [], [], None
         # OverwriteCells.preprocess, with the lesson's cells read from the job when it carries them
         self.notebook_id = resources["nbgrader"]["notebook"]
         self.assignment_id = resources["nbgrader"]["assignment"]
@@ -102,6 +102,7 @@ class RestoreCells(OverwriteCells):
                 nb, resources = self.add_missing_grade_cells(nb, resources)
                 nb, resources = self.add_missing_task_cells(nb, resources)
         nb.metadata.setdefault(NOTES_KEY, {})["restored_metadata"] = self._changed
+        nb.metadata[NOTES_KEY]["unstamped_metadata"] = self._unstamped
         return nb, resources
 
     def _course_root(self):
@@ -127,7 +128,10 @@ class RestoreCells(OverwriteCells):
             return cell, resources
         changed = sorted(k for k in set(trusted) | set(cell.metadata["nbgrader"])
                          if k != "checksum" and cell.metadata["nbgrader"].get(k) != trusted.get(k))
-        if changed:
+        given = cell.metadata["nbgrader"]
+        if changed == ["cell_type"] and "cell_type" not in given and "checksum" not in given:
+            self._unstamped.append(name)      # as solutions/ is written: no stamp, nothing else changed
+        elif changed:
             self.log.warning("The nbgrader metadata of cell %s was changed (%s): the gradebook's is used",
                              name, ", ".join(changed))
             self._changed.append(name)

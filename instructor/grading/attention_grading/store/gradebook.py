@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Optional
 
 from ..course import RESULT_FILE
-from ..results import GradingResult
-from . import grades, standing
+from ..results import UNGRADABLE, GradingResult
+from . import grades, history, standing
 
 
 
@@ -51,11 +51,24 @@ def save(root, db_url, course_id, outcome, config, prior=None, answered=None):
     return now
 
 
-def record_failure(root, result):
-    """Remember why a submission could not be graded (grades.csv says so until it is graded)."""
-    folder = Path(root) / "autograded" / result.student / result.lesson
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / RESULT_FILE).write_text(result.to_json())
+def record_failure(root, result, attempt=None, notebook=None):
+    """Remember why a submission could not be graded: grades.csv says so until it is graded,
+    unless an earlier attempt of it was graded: that grade stands (its result is kept, every
+    output shows it) and ``history/<student>/<lesson>/refused.json`` says why the new one was not
+    graded. The attempt is kept in the history either way (``attempt``: its
+    ``hidden.attempts.Attempt``; ``notebook``: the submitted notebook's bytes). Returns whether an
+    earlier grade stands."""
+    earlier = load_result(root, result.student, result.lesson)
+    stands = earlier is not None and earlier.status != UNGRADABLE
+    if not stands:
+        folder = Path(root) / "autograded" / result.student / result.lesson
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / RESULT_FILE).write_text(result.to_json())
+    try:
+        history.keep_failed(root, result, attempt, notebook, stands)
+    except (OSError, ValueError):
+        pass                       # the history never stops a run; the report still says why
+    return stands
 
 
 def load_result(root, student, lesson):
@@ -107,19 +120,25 @@ class FinalScore:
         return max(0.0, self.raw - self.penalty)
 
 
-def final_scores(gb, lessons, students):
-    """{(student, lesson): FinalScore} of every submission in the gradebook."""
+def final_scores(gb, lessons, students, config=None):
+    """{(student, lesson): FinalScore} of every submission in the gradebook. With the course's
+    ``config``, each late penalty is the one ``grades.late_penalty`` would set now
+    (``grades.penalty_now``: an extension or a manual grade since the last run counts), else the
+    one the gradebook holds."""
     from nbgrader.api import MissingEntry
 
     scores = {}
+    step = grades.penalty_step(gb, config) if config is not None else None
     for lesson in lessons:
         for student in students:
             try:
                 submission = gb.find_submission(lesson, student)
             except MissingEntry:
                 continue
+            penalty = (grades.penalty_now(gb, config, submission, step) if config is not None
+                       else submission.late_submission_penalty or 0.0)
             scores[student, lesson] = FinalScore(
-                submission.score, submission.late_submission_penalty or 0.0, submission.max_score,
+                submission.score, penalty, submission.max_score,
                 bool(submission.needs_manual_grade),
                 submission.timestamp.isoformat(sep=" ") if submission.timestamp else None)
     return scores

@@ -81,19 +81,38 @@ class SharedGradebookPenalties(AssignLatePenalties):
         super().__init__(**kwargs)
         self._open = gradebook
 
+    def penalty_of(self, submission, notebook):
+        """The penalty nbgrader's step sets on ``notebook`` of ``submission`` now (its current
+        score, due date and extension), or None; nothing is written."""
+        self.init_plugin()
+        if submission.total_seconds_late <= 0:
+            return None
+        penalty = self.plugin_inst.late_submission_penalty(submission.student.id, notebook.score,
+                                                           submission.total_seconds_late)
+        return None if penalty is None else self._check_late_penalty(notebook, penalty)
+
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
-        self.init_plugin()
         submission = self._open.find_submission(info["assignment"], info["student"])
         notebook = self._open.find_submission_notebook(info["notebook"], info["assignment"], info["student"])
-        notebook.late_submission_penalty = None
-        if submission.total_seconds_late > 0:
-            penalty = self.plugin_inst.late_submission_penalty(info["student"], notebook.score,
-                                                               submission.total_seconds_late)
-            if penalty is not None:
-                notebook.late_submission_penalty = self._check_late_penalty(notebook, penalty)
+        notebook.late_submission_penalty = self.penalty_of(submission, notebook)
         self._open.db.commit()
         return nb, resources
+
+
+def penalty_step(gb, config):
+    """The step ``late_penalty`` runs, for ``penalty_now`` (one for a whole class)."""
+    step = SharedGradebookPenalties(config=config, gradebook=gb)
+    step.log.setLevel(logging.WARNING)
+    return step
+
+
+def penalty_now(gb, config, submission, step=None):
+    """The late penalty of ``submission`` (an nbgrader ``SubmittedAssignment`` of the open gradebook
+    ``gb``) as ``late_penalty`` would set it now, written nowhere: what ``nbgrader export`` reports,
+    so that an extension or a manual grade given since the last run counts there too."""
+    step = step or penalty_step(gb, config)
+    return sum(step.penalty_of(submission, nb) or 0.0 for nb in submission.notebooks)
 
 
 def fill_result(gb, nb, result):

@@ -35,19 +35,72 @@ def pass_rates(results):
     return exercises, checks
 
 
+def left_blank(result):
+    """Nothing attempted: every check failed with no point and no written answer awaits the
+    instructor (written answers left as released are scored 0 by nbgrader), and either the lesson
+    has written answers or every failure is the release's ``NotImplementedError``. Such a
+    notebook's failures say nothing about a mistake: the report lists it apart."""
+    if result.status not in (GRADED, NEEDS_MANUAL) or not result.checks:
+        return False
+    if any(c.status != "failed" or (c.points or 0.0) > 0 for c in result.checks):
+        return False
+    auto = [c for c in result.checks if c.kind != "written"]
+    return len(auto) < len(result.checks) or all("NotImplementedError" in (c.message or "") for c in auto)
+
+
 def mistakes(results):
-    """Counters of (lesson, check, diagnosis) and of (lesson, check, message) of failed checks."""
-    named, other = Counter(), Counter()
+    """Counters of (lesson, check, diagnosis) and of (lesson, check) of failed checks with no
+    diagnosis (one entry per check: each submission draws its own cases, so one bug's messages
+    differ in their numbers), notebooks left blank left out; {key: [learners]} of both; and
+    {(lesson, check): a message}."""
+    named, other, who, example = Counter(), Counter(), defaultdict(list), {}
     for result in results:
+        if left_blank(result):
+            continue
         for check in result.checks:
             if check.status != "failed" or check.kind == "written":
                 continue
             where = (result.lesson, f"{check.exercise} · {check.grade_id}")
             if check.diagnosis:
                 named[(*where, check.diagnosis)] += 1
+                who[(*where, check.diagnosis)].append(result.student)
             elif check.message:
-                other[(*where, check.message.splitlines()[0][:160])] += 1
-    return named, other
+                other[where] += 1
+                who[where].append(result.student)
+                example.setdefault(where, check.message.splitlines()[0][:160])
+    return named, other, who, example
+
+
+def diagnosed_lines(named, who, limit=15):
+    """One line per diagnosed mistake, across learners: how many, where, what, and who."""
+    return [f"{count} × {lesson} · {check}: {text} ({', '.join(sorted(set(who[lesson, check, text])))})"
+            for (lesson, check, text), count in named.most_common(limit)]
+
+
+def other_lines(other, who, example, limit=10):
+    """One line per check that failed with no diagnosis: how many, who, and one of its messages."""
+    return [f"{count} × {lesson} · {check} ({', '.join(sorted(set(who[lesson, check])))}), e.g.: "
+            f"{example[lesson, check]}" for (lesson, check), count in other.most_common(limit)]
+
+
+def written_answers(results):
+    """Per lesson, its written answers: how many, graded by hand (their mean of the maximum),
+    awaiting the instructor, left as released (scored 0), as the grader last recorded them."""
+    lines = []
+    for lesson in dict.fromkeys(r.lesson for r in results):
+        answers = [c for r in results if r.lesson == lesson and r.status in (GRADED, NEEDS_MANUAL)
+                   for c in r.checks if c.kind == "written"]
+        if not answers:
+            continue
+        awaiting = [c for c in answers if c.status == CHECK_AWAITING]
+        blank = [c for c in answers if c.status != CHECK_AWAITING and not c.points]
+        graded = [c for c in answers if c.status != CHECK_AWAITING and c.points]
+        mean = (f", mean {statistics.fmean(c.points for c in graded):.2f} of "
+                f"{statistics.fmean(c.max_points for c in graded):g}" if graded else "")
+        lines.append(f"{lesson}: {len(answers)} written answer(s): {len(graded)} with points{mean}; "
+                     f"{len(awaiting)} awaiting manual grading; {len(blank)} with no point (left as released or "
+                     f"graded 0)")
+    return lines
 
 
 def autograded_points(result):
@@ -184,7 +237,9 @@ def build_report(root, lessons, rows, problems, results, sandboxed=True, out=Non
     students = sorted({r["student"] for r in rows})
     lessons = [l for l in lessons if any(r["lesson"] == l and r["status"] != "not submitted" for r in rows)]
     exercise_rates, check_rates = pass_rates(results)
-    named, other = mistakes(results)
+    named, other, who, example = mistakes(results)
+    blank = [f"{r.student} / {r.lesson}" for r in sorted(results, key=lambda r: (r.lesson, r.student))
+             if left_blank(r)]
     by_lesson = [lesson_summary(rows, results, lesson) for lesson in lessons]
 
     images = []
@@ -207,9 +262,10 @@ def build_report(root, lessons, rows, problems, results, sandboxed=True, out=Non
                         "(nothing graded)"),
                        ("Pass rate per check", [f"{k}: {100 * v:.0f}%" for k, v in check_rates], "(nothing graded)")],
         "listings": [
-            ("Most frequent diagnosed mistakes", [f"{c} × {l} · {k}: {t}" for (l, k, t), c in named.most_common(15)],
-             "(none)"),
-            ("Other failure messages", [f"{c} × {l} · {k}: {t}" for (l, k, t), c in other.most_common(10)], "(none)"),
+            ("Most frequent diagnosed mistakes", diagnosed_lines(named, who), "(none)"),
+            ("Other failures, by check", other_lines(other, who, example), "(none)"),
+            ("Left blank (nothing attempted: not among the failures above)", blank, "(none)"),
+            ("Written answers", written_answers(results), "(none)"),
             ("Could not be graded", ungradable, "(none)"),
             ("Flagged for review", review_flags(results), "(none)"),
             ("Notes on submissions", notes, "(none)")],

@@ -1,0 +1,64 @@
+"""store.history (every attempt kept, the change log) and store.roster (who is in the class), in
+process; tests/test_term.py walks both on a graded class."""
+import json
+
+from traitlets.config import Config
+
+from attention_grading.hidden.attempts import Attempt
+from attention_grading.results import GRADED, UNGRADABLE, CheckResult, GradingResult
+from attention_grading.store import history, roster
+
+
+def _result(score, status=GRADED, failure=None):
+    check = CheckResult(grade_id="softmax_hidden", exercise="softmax", kind="hidden", max_points=2.0,
+                        points=score, status="passed" if score else "failed", message="", diagnosis=None)
+    return GradingResult("bob", "01", status, score=score, max_score=2.0, checks=[check], failure=failure,
+                         timestamp="2026-01-10 12:00:00", submission_sha256="abc")
+
+
+def test_each_attempt_has_a_folder_of_its_own_and_a_refusal_stands_until_one_is_graded(tmp_path):
+    """Two attempts, two folders; a failed third writes refused.json (the last good grade stands)
+    without touching the others; a fourth graded one takes it away."""
+    history.keep_graded(tmp_path, _result(0.0), Attempt(1, "d1", "t"), b"one", b"{}", penalty=None)
+    history.keep_graded(tmp_path, _result(2.0), Attempt(2, "d2", "t"), b"two", b"{}", penalty=0.5)
+    history.keep_failed(tmp_path, _result(0.0, UNGRADABLE, "not JSON"), Attempt(3, "d3", "t"), b"x",
+                        earlier_grade_stands=True)
+    records = history.attempts(tmp_path, "bob", "01")
+    assert [r["attempt"] for r in records] == [1, 2, 3]
+    assert records[1]["score"] == 1.5 and records[1]["verdicts"][0]["status"] == "passed"
+    assert records[2]["status"] == UNGRADABLE and records[2]["failure"] == "not JSON"
+    assert history.refused(tmp_path) == {("bob", "01"): "not JSON"}
+    history.keep_page(tmp_path, "bob", "01", b"<html>page</html>")
+    assert (tmp_path / "history" / "bob" / "01" / "2" / "01.html").read_bytes() == b"<html>page</html>"
+    history.keep_graded(tmp_path, _result(2.0), Attempt(4, "d4", "t"), b"four", b"{}")
+    assert history.refused(tmp_path) == {}
+    assert json.loads((tmp_path / "history" / "bob" / "01" / "1" / "attempt.json").read_text())["score"] == 0.0
+
+
+def test_the_change_log_says_old_to_new_resubmissions_refusals_and_the_roster(tmp_path):
+    """old → new for every changed score, the attempt of a resubmission, a refused resubmission
+    with the grade that stands, an account kept apart; saved per run and appended."""
+    lines = history.change_lines({("bob", "01"): 4.5, ("amy", "01"): 3.0},
+                                 {("bob", "01"): 7.5, ("amy", "01"): 3.0, ("cy", "01"): 2.0},
+                                 {("bob", "01"): 2, ("cy", "01"): 1}, {("amy", "01"): "not JSON"}, [("root", "01")])
+    assert lines == ["bob 01: 4.5 → 7.5 (attempt 2)", "cy 01: – → 2 (attempt 1)",
+                     "amy 01: resubmission NOT GRADED (not JSON); the last good grade 3 stands",
+                     "root 01: not on the roster, kept apart (no grade)"]
+    first = history.write_changes(tmp_path, lines)
+    assert first.read_text().splitlines() == lines
+    assert history.write_changes(tmp_path, []) is None
+    assert (tmp_path / "history" / "changes.log").read_text().count("bob 01: 4.5 → 7.5") == 1
+    assert history.last_scores(tmp_path) is None                   # before the first run
+    history.save_scores(tmp_path, {("bob", "01"): 7.5, ("amy", "01"): 3.0})
+    assert history.last_scores(tmp_path) == {("bob", "01"): 7.5, ("amy", "01"): 3.0}
+
+
+def test_the_roster_keeps_apart_accounts_not_on_it():
+    """Not on a non-empty roster: kept apart ('refuse', the default), or added ('add'); an empty
+    roster keeps no one apart."""
+    assert roster.kept_apart(Config(), {"alice"}, {"alice", "root"}) == {"root"}
+    assert roster.kept_apart(Config(), set(), {"alice", "root"}) == set()
+    config = Config()
+    config.Roster.off_roster = "add"
+    assert roster.kept_apart(config, {"alice"}, {"alice", "root"}) == set()
+    assert roster.added(config, {"alice"}, {"alice", "root"}) == {"root"}
