@@ -1,16 +1,10 @@
 """Every grading setting, in one list: the configurable classes whose traits (with their help
 text) are the course's settings, set in ``nbgrader_config.py`` as ``c.<Class>.<name> = value``.
 
-<<<<<<< HEAD:instructor/grading/attention_grading/cli/settings.py
-``python -m attention_grading.cli.settings`` prints them as the Markdown table the README holds
-between ``<!-- settings:start -->`` and ``<!-- settings:end -->``; ``--write README.md`` puts it
-there (a test fails when the README's copy is stale).
-=======
 ``python -m attention_grading.cli.settings`` prints them as the Markdown table the documentation's
 settings page (``docs/settings.md``) holds between ``<!-- settings:start -->`` and
 ``<!-- settings:end -->``; ``--write docs/settings.md`` puts it there (``make docs`` does, and a
 test fails when the page's copy is stale).
->>>>>>> main:instructor/grading/attention_grading/settings.py
 """
 import argparse
 import re
