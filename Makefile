@@ -11,8 +11,9 @@ ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 LAB_ARGS ?=
 TEST_ARGS ?=
 CERT_ARGS ?=
+SERVE_ARGS ?=
 
-.PHONY: lab instructor test test-all system-packages release grade feedback formgrader new-lesson cluster-certs docs clean
+.PHONY: lab instructor test test-all system-packages release grade feedback serve-grading formgrader new-lesson cluster-certs docs clean
 
 $(STAMP): pyproject.toml constraints.txt instructor/grading/pyproject.toml src/jupyter_config/nbgrader_config.py
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
@@ -52,6 +53,10 @@ release: $(STAMP)
 ## grade: autograde submitted/ (here, or on a Dask cluster: GRADE_ARGS="--scheduler tls://HOST:8786"), write feedback/, grades.csv and grades-by-learner.csv, print a table per student
 grade: $(STAMP)
 	$(PYTHON) -m attention_grading.cli.grade $(GRADE_ARGS)
+
+## serve-grading: the grading service: grade each submission as it reaches the exchange and release its feedback at once (foreground; Ctrl-C stops; docs/grading-service.md)
+serve-grading: $(STAMP)
+	$(PYTHON) -m attention_grading.cli.serve $(SERVE_ARGS)
 
 ## new-lesson: scaffold a lesson (NAME=09_example, FUNCTION=its first graded function): source notebook, spec, reference, catalogue
 new-lesson: $(STAMP)
