@@ -192,7 +192,11 @@ class Service:
             banner = attempt_banner(decision, score, max_score)
             if ours:
                 page = release_one(self.course.config, arrival.student, arrival.lesson)
-                write_atomically(page, with_banner(page.read_text(), banner))
+                text = with_banner(page.read_text(), banner)
+                write_atomically(page, text)
+                kept = self._kept(arrival).parent.parent / "feedback" / f"{arrival.inbound}.html"
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                write_atomically(kept, text)         # every attempt's page, beside its files
             else:
                 self._notice(arrival, banner, "Your feedback page could not be made; your instructor has been told.")
                 self.failures.append(f"{arrival.student}/{arrival.lesson}: graded, but its feedback page could not be made")

@@ -30,9 +30,10 @@ def configurables():
     from ..hidden.conversation import ConversationLimits
     from ..run.intake import IntakeLimits
     from ..run.backups import GradebookBackup
+    from ..run.service import AttemptLimits, GradingService
 
     return [GradingRun, GradebookBackup, IntakeLimits, GuardedExecute, ConversationLimits, DaskCluster,
-            ClusterTLS, FigureOutputs, CourseGradesExport, FormgraderCSP]
+            ClusterTLS, FigureOutputs, CourseGradesExport, FormgraderCSP, GradingService, AttemptLimits]
 
 
 def sandbox_limits(config):

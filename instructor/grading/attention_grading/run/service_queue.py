@@ -1,8 +1,9 @@
 """The grading service's queue: fair between learners.
 
 Each learner has a line of their own (their submissions in the order they arrived); ``take``
-goes round the learners, one submission from each in turn, and never hands out a second
-submission of a learner whose first is still being graded. A learner who submits fifty times
+goes round the learners, one submission from each in turn (the learner served longest ago first,
+one never served before anyone served), and never hands out a second submission of a learner
+whose first is still being graded. A learner who submits fifty times
 therefore waits behind themself, never in front of anyone else: with ``n`` learners waiting, each
 is at most ``n - 1`` submissions from the front.
 """
@@ -32,6 +33,8 @@ class FairQueue:
         self.lines = OrderedDict()      # student -> deque of Arrival, in the order learners first came
         self.in_flight = {}             # student -> Arrival
         self.known = set()              # inbound names queued or in flight
+        self.served = {}                # student -> when last served (a count of takes)
+        self.turn = 0
 
     def __len__(self):
         return sum(len(line) for line in self.lines.values())
@@ -45,21 +48,20 @@ class FairQueue:
         return True
 
     def take(self, most):
-        """Up to ``most`` submissions, each of a different learner with nothing in flight, going
-        round the learners from where the last ``take`` stopped."""
+        """Up to ``most`` submissions, each of a different learner with nothing in flight: the
+        learners served longest ago first (never served: first of all), in the order they came."""
+        waiting = [s for s, line in self.lines.items() if line and s not in self.in_flight]
+        waiting.sort(key=lambda s: self.served.get(s, -1))      # stable: ties keep arrival order
         taken = []
-        for student in list(self.lines):
-            if len(taken) >= most:
-                break
+        for student in waiting[:max(0, most)]:
             line = self.lines[student]
-            if student in self.in_flight or not line:
-                continue
             arrival = line.popleft()
-            self.in_flight[student] = arrival
-            taken.append(arrival)
-            self.lines.move_to_end(student)       # served: to the back of the round
             if not line:
                 del self.lines[student]
+            self.in_flight[student] = arrival
+            self.turn += 1
+            self.served[student] = self.turn
+            taken.append(arrival)
         return taken
 
     def done(self, arrival):
@@ -71,7 +73,7 @@ class FairQueue:
         """``arrival`` was taken but not answered (the service stops): first in its learner's line."""
         self.in_flight.pop(arrival.student, None)
         self.lines.setdefault(arrival.student, deque()).appendleft(arrival)
-        self.lines.move_to_end(arrival.student, last=False)
+        self.served.pop(arrival.student, None)
 
     def waits(self, now=None):
         """{student: seconds their oldest queued submission has waited}."""
