@@ -1,0 +1,191 @@
+"""The grading service (``make serve-grading``) on a real exchange in a temporary folder, with real
+nbgrader commands on both sides and the course's sandboxed grading.
+
+One served course for every assertion. Before any service runs, four learners submit lesson 01:
+alice the solution, dave the release three times, erin the release once, carol a file that is not
+a notebook. A first service starts and is killed (SIGKILL, its whole process group) while alice's
+submission is being graded; a second takes over, and while it runs a third service and ``make
+grade`` are refused. The limit is two graded attempts: dave's third is kept, not graded. Once
+everything is answered the second service is stopped with SIGTERM. Then the course gets a cool-down
+of an hour and erin submits again; a catch-up run (``--exit-when-idle``) answers it without
+grading. Each learner fetches their feedback with ``nbgrader fetch_feedback``.
+"""
+import os
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from grading_helpers import LESSON, lesson_points, run_grade
+from service_course import (Learner, attempts, journal, served_course, start_service, status, stop_service,
+                            wait_until)
+
+pytestmark = [pytest.mark.nbgrader, pytest.mark.full]
+
+SETTINGS = """
+c.AttemptLimits.max_attempts = 2
+c.GradingService.poll_seconds = 1
+c.GradingService.settle_seconds = 0.2
+"""
+SUBMISSIONS = {"alice": 1, "dave": 3, "erin": 1, "carol": 1}
+
+
+def _answered(course):
+    return all(len([e for e in journal(course, name, LESSON) if e["state"] != "grading"]) == count
+               for name, count in SUBMISSIONS.items())
+
+
+@pytest.fixture(scope="module")
+def served():
+    base = Path(tempfile.mkdtemp(prefix="attention-service-"))
+    processes = []
+    try:
+        yield _serve(base, processes)
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                stop_service(process, signal.SIGKILL)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _serve(base, processes):
+    course, exchange = served_course(base, [LESSON], SETTINGS)
+    learners = {name: Learner(base, name, exchange) for name in SUBMISSIONS}
+    learners["alice"].submit(LESSON, "correct")
+    for _ in range(3):
+        learners["dave"].submit(LESSON, "blank")
+    learners["erin"].submit(LESSON, "blank")
+    learners["carol"].submit(LESSON, "broken")
+    out = {"course": course, "learners": learners}
+
+    first = start_service(course, "--workers", "1")
+    processes.append(first)
+    wait_until(lambda: attempts(course, "alice", LESSON), "alice's attempt is recorded (her grading began)", first)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    out["journal_after_kill"] = journal(course, "alice", LESSON)
+
+    second = start_service(course, "--workers", "1")
+    processes.append(second)
+    wait_until(lambda: status(course).get("pid") == second.pid, "the second service holds the course", second)
+    third = start_service(course, "--workers", "1")
+    processes.append(third)
+    out["third"] = third.wait(timeout=300)
+    out["grade_beside"] = run_grade(course, "--no-report")
+    wait_until(lambda: _answered(course), "every submission is answered", second)
+    out["status"] = status(course)
+    out["sigterm"] = stop_service(second, signal.SIGTERM)
+    out["status_after_stop"] = status(course)
+    out["table_after_stop"] = (course / "grading-report" / "service-status.txt").read_text()
+    out["feedback"] = {name: learner.fetch_feedback(LESSON) for name, learner in learners.items()}
+
+    with open(course / "nbgrader_config.py", "a") as config:
+        config.write("\nc.AttemptLimits.cooldown_seconds = 3600\n")
+    learners["erin"].submit(LESSON, "blank")
+    catch_up = start_service(course, "--exit-when-idle")
+    processes.append(catch_up)
+    out["catch_up"] = catch_up.wait(timeout=600)
+    out["erin_after_cooldown"] = learners["erin"].fetch_feedback(LESSON)
+    return out
+
+
+def _gradebook_score(course, student):
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "attention") as gb:
+        submission = gb.find_submission(LESSON, student)
+        return submission.score, submission.max_score
+
+
+def test_the_learner_fetches_feedback_with_their_score(served):
+    """alice's submission was graded and its page released: nbgrader fetch_feedback brings her
+    the page of make grade's feedback with her score, the attempt's number and the limit."""
+    auto, total, _ = lesson_points(served["course"])
+    pages = served["feedback"]["alice"]
+    assert len(pages) == 1, pages.keys()
+    page = next(iter(pages.values()))
+    assert f"(Score: {auto:.1f} / {auto:.1f}; {total - auto:.1f} more awaiting" in page
+    assert f"Attempt 1 of 2: graded, {auto:g} / {total:g} points." in page
+    assert _gradebook_score(served["course"], "alice")[0] == auto
+
+
+def test_killed_mid_grading_and_restarted_grades_once(served):
+    """The first service was killed while alice's attempt was being graded (its journal says
+    so); the next one graded it: one attempt in the ledger (so one set of hidden cases), one
+    journal entry, graded."""
+    assert [e["state"] for e in served["journal_after_kill"]] == ["grading"]
+    course = served["course"]
+    assert len(attempts(course, "alice", LESSON)) == 1
+    assert [e["state"] for e in journal(course, "alice", LESSON)] == ["graded"]
+
+
+def test_two_services_and_make_grade_beside_a_service_refuse(served):
+    """A third service and make grade, started while the second served the course, stop at
+    once with exit status 75, doing nothing."""
+    assert served["third"] == 75
+    assert served["grade_beside"].returncode == 75, served["grade_beside"].stderr
+    assert "another make grade" in served["grade_beside"].stderr
+
+
+def test_an_attempt_over_the_limit_is_kept_not_graded(served):
+    """dave's third attempt (limit 2) is answered with a page saying it was not graded; it is
+    kept in the history; two attempts were graded; submitted/ holds the second."""
+    course = served["course"]
+    states = [e["state"] for e in journal(course, "dave", LESSON)]
+    assert states == ["graded", "graded", "refused"]
+    assert len(attempts(course, "dave", LESSON)) == 2
+    third = journal(course, "dave", LESSON)[2]["inbound"]
+    assert (course / "history" / "dave" / LESSON / "submissions" / third / f"{LESSON}.ipynb").is_file()
+    pages = served["feedback"]["dave"]
+    assert len(pages) == 3
+    refused = [p for p in pages.values() if "not graded" in p]
+    assert len(refused) == 1 and "limit of 2 graded attempt(s)" in refused[0]
+    assert sum("Attempt 2 of 2: graded" in p for p in pages.values()) == 1
+
+
+def test_a_malformed_submission_costs_only_its_own_attempt(served):
+    """carol's file that is not a notebook failed, with a page saying why; everyone else was
+    graded."""
+    assert [e["state"] for e in journal(served["course"], "carol", LESSON)] == ["failed"]
+    page = next(iter(served["feedback"]["carol"].values()))
+    assert "could not be graded" in page
+    assert [e["state"] for e in journal(served["course"], "erin", LESSON)][:1] == ["graded"]
+
+
+def test_the_queue_is_fair_between_learners(served):
+    """The second service answered erin and carol before dave's second and third attempts
+    (arrived before theirs): one learner's flood does not delay the others."""
+    order = [(row["student"], row["inbound"]) for row in served["status"]["latest"]]
+    students = [student for student, _ in order]
+    assert students[0] == "alice"
+    dave_second = students.index("dave", students.index("dave") + 1)
+    assert students.index("erin") < dave_second and students.index("carol") < dave_second
+
+
+def test_sigterm_stops_cleanly_and_the_status_file_has_the_table(served):
+    """SIGTERM stopped the idle service with status 0; its status file said stopped, with
+    every answer and the failure."""
+    assert served["sigterm"] == 0
+    after = served["status_after_stop"]
+    assert after["state"] == "stopped" and after["queue"] == 0 and after["answered"] == 6
+    assert any("carol" in failure for failure in after["failures"])
+    table = served["table_after_stop"]
+    assert "alice" in table and "graded" in table
+
+
+def test_an_attempt_within_the_cool_down_says_when_the_next_is_possible(served):
+    """With a cool-down of an hour, erin's second attempt is kept, not graded, and its page
+    names the time her next attempt can be graded (an hour after her first was handed in)."""
+    import datetime
+
+    assert served["catch_up"] == 0
+    entries = journal(served["course"], "erin", LESSON)
+    assert [e["state"] for e in entries] == ["graded", "refused"]
+    first = datetime.datetime.fromisoformat(entries[0]["arrived"])
+    expected = (first + datetime.timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S")
+    pages = served["erin_after_cooldown"]
+    assert len(pages) == 2
+    assert sum(f"Your next attempt can be graded from {expected} UTC" in p for p in pages.values()) == 1
+    assert len(attempts(served["course"], "erin", LESSON)) == 1
