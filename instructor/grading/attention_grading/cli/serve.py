@@ -23,7 +23,7 @@ Each submission's way is journalled (``store.service_history``) before it is col
 its feedback is out, so a service killed mid-grading takes it up again on restart and answers it
 once. Ctrl-C or SIGTERM stops after the save in progress (a submission not saved yet is taken up
 again next time). Exit status: 0 after a stop, 75 when another service or make grade holds the
-course, 2 for a course error.
+course, 1 for another problem with the course (the message says which).
 """
 import argparse
 import datetime
@@ -71,7 +71,11 @@ class Service:
         self.history, self.queue = ServiceHistory(course.root), FairQueue()
         self.answered = self.history.finished_inbound()
         self.not_submissions = set()
-        self.collect = collector(config)
+        try:
+            self.collect = collector(config)
+        except Exception as exc:         # nbgrader's ExchangeError: no inbound folder, not readable
+            raise CourseError(f"the grading service cannot watch the exchange: {exc} (c.Exchange.root; "
+                              "`nbgrader release_assignment <lesson>` makes the course's folders)") from None
         use_inotify = self.settings.inotify if inotify is None else inotify
         self.watcher = InboundWatcher(self.collect.inbound_path, use_inotify)
         self.latest, self.failures, self.state = [], [], "starting"
@@ -265,6 +269,9 @@ def serve(root=None, db_url=None, workers=None, inotify=None, unsandboxed=False,
 def _stop_on_sigterm():
     """SIGTERM (a hub stopping the service, ``kill``) stops as Ctrl-C does: after the save in
     progress (``run.lock.deferred_interrupt`` holds Ctrl-C during a save)."""
+    # Started in the background by a shell, Python inherits SIGINT ignored: Ctrl-C and SIGTERM
+    # must stop the service wherever it was started.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
 
 
