@@ -101,7 +101,13 @@ class Service:
                     self.answer(batch)
                     continue
                 if exit_when_idle and not len(self.queue):
-                    return
+                    # A submission still being written is not ready yet: one more look once it
+                    # could have settled.
+                    self.watcher.wait(self.settings.settle_seconds)
+                    self.look()
+                    if not len(self.queue):
+                        return
+                    continue
                 self.state = "idle"
                 self.show()
                 self.watcher.wait(self.settings.poll_seconds)
