@@ -6,7 +6,9 @@ alice the solution, dave the release three times, erin the release once, carol a
 a notebook. A first service starts and is killed (SIGKILL, its whole process group) while alice's
 submission is being graded; a second takes over, and while it runs a third service and ``make
 grade`` are refused. The limit is two graded attempts: dave's third is kept, not graded. Once
-everything is answered the second service is stopped with SIGTERM. Then the course gets a cool-down
+everything is answered the second service is stopped with SIGTERM. The instructor grades one of
+alice's written answers by hand and alice hands in the same work again (a catch-up run grades it).
+Then the course gets a cool-down
 of an hour and erin submits again; a catch-up run (``--exit-when-idle``) answers it without
 grading. Each learner fetches their feedback with ``nbgrader fetch_feedback``.
 """
@@ -30,6 +32,7 @@ c.GradingService.poll_seconds = 1
 c.GradingService.settle_seconds = 0.2
 """
 SUBMISSIONS = {"alice": 1, "dave": 3, "erin": 1, "carol": 1}
+WRITTEN = "self_weight_answer"          # a written answer of lesson 01, graded by hand
 
 
 def _answered(course):
@@ -76,10 +79,19 @@ def _serve(base, processes):
     out["grade_beside"] = run_grade(course, "--no-report")
     wait_until(lambda: _answered(course), "every submission is answered", second)
     out["status"] = status(course)
+    out["alice_attempts_then"] = len(attempts(course, "alice", LESSON))
+    out["alice_score_then"] = _gradebook_score(course, "alice")[0]
     out["sigterm"] = stop_service(second, signal.SIGTERM)
     out["status_after_stop"] = status(course)
     out["table_after_stop"] = (course / "grading-report" / "service-status.txt").read_text()
     out["feedback"] = {name: learner.fetch_feedback(LESSON) for name, learner in learners.items()}
+
+    _grade_by_hand(course, "alice", WRITTEN, 1.0)
+    learners["alice"].submit(LESSON, "correct")         # the same work again: the same written answers
+    again = start_service(course, "--exit-when-idle")
+    processes.append(again)
+    out["again"] = again.wait(timeout=600)
+    out["alice_again"] = learners["alice"].fetch_feedback(LESSON)
 
     with open(course / "nbgrader_config.py", "a") as config:
         config.write("\nc.AttemptLimits.cooldown_seconds = 3600\n")
@@ -89,6 +101,24 @@ def _serve(base, processes):
     out["catch_up"] = catch_up.wait(timeout=600)
     out["erin_after_cooldown"] = learners["erin"].fetch_feedback(LESSON)
     return out
+
+
+def _grade_by_hand(course, student, grade_id, points):
+    """What the formgrader does when an instructor types a score."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "attention") as gb:
+        grade = gb.find_grade(grade_id, LESSON, LESSON, student)
+        grade.manual_score = points
+        grade.needs_manual_grade = False
+        gb.db.commit()
+
+
+def _manual_score(course, student, grade_id):
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "attention") as gb:
+        return gb.find_grade(grade_id, LESSON, LESSON, student).manual_score
 
 
 def _gradebook_score(course, student):
@@ -108,7 +138,21 @@ def test_the_learner_fetches_feedback_with_their_score(served):
     page = next(iter(pages.values()))
     assert f"(Score: {auto:.1f} / {auto:.1f}; {total - auto:.1f} more awaiting" in page
     assert f"Attempt 1 of 2: graded, {auto:g} / {total:g} points." in page
-    assert _gradebook_score(served["course"], "alice")[0] == auto
+    assert served["alice_score_then"] == auto
+
+
+def test_a_manual_grade_is_kept_for_the_next_attempt_with_the_same_answer(served):
+    """A written answer graded by hand keeps its grade when the next attempt hands in the same
+    text (make grade's rule): alice's second attempt is graded with it, and her page says so."""
+    course = served["course"]
+    auto, total, _ = lesson_points(course)
+    assert served["again"] == 0
+    assert [e["state"] for e in journal(course, "alice", LESSON)] == ["graded", "graded"]
+    assert len(attempts(course, "alice", LESSON)) == 2
+    assert _manual_score(course, "alice", WRITTEN) == 1.0
+    assert _gradebook_score(course, "alice")[0] == auto + 1
+    assert sum(f"Attempt 2 of 2: graded, {auto + 1:g} / {total:g} points." in page
+               for page in served["alice_again"].values()) == 1
 
 
 def test_killed_mid_grading_and_restarted_grades_once(served):
@@ -117,8 +161,9 @@ def test_killed_mid_grading_and_restarted_grades_once(served):
     journal entry, graded."""
     assert [e["state"] for e in served["journal_after_kill"]] == ["grading"]
     course = served["course"]
-    assert len(attempts(course, "alice", LESSON)) == 1
-    assert [e["state"] for e in journal(course, "alice", LESSON)] == ["graded"]
+    first = served["status"]["latest"]
+    assert [row["attempt"] for row in first if row["student"] == "alice"] == [1]
+    assert served["alice_attempts_then"] == 1
 
 
 def test_two_services_and_make_grade_beside_a_service_refuse(served):
