@@ -88,3 +88,15 @@ def test_the_page_holds_the_figures_and_shows_what_learners_wrote_as_text(tmp_pa
     assert "forgot &lt;b&gt;the scale&lt;/b&gt; &amp; more" in page and "x&lt;img src=x onerror=alert(1)&gt;" in page
     assert "<script" not in page and "<img src=x" not in page and "<b>" not in page
     assert page.index("WARNING: graded WITHOUT a sandbox") < page.index("<h1>Grading report</h1>")
+
+
+def test_the_report_holds_the_grading_services_last_table(tmp_path):
+    """The live table the grading service last wrote beside the report is in it; without a
+    service, the report says none ran."""
+    out = tmp_path / "report"
+    report.build_report(tmp_path, [LESSON], rows(FINAL), [], CLASS, out=out)
+    assert "no service ran on this course" in (out / "summary.md").read_text()
+    (out / "service-status.txt").write_text("grading service: stopped   queue: 0\nalice  01  1 graded  6/8\n")
+    report.build_report(tmp_path, [LESSON], rows(FINAL), [], CLASS, out=out)
+    summary = (out / "summary.md").read_text()
+    assert "- grading service: stopped   queue: 0" in summary and "- alice  01  1 graded  6/8" in summary
