@@ -65,8 +65,8 @@ class Learner:
         return self.home / lesson / f"{lesson}.ipynb"
 
     def submit(self, lesson, kind="correct"):
-        """Hand in ``lesson``: ``correct`` (the solution's answers), ``blank`` (the release) or
-        ``broken`` (not a notebook at all)."""
+        """Hand in ``lesson``: ``correct`` (the solution's answers), ``blank`` (the release),
+        ``broken`` (not a notebook at all) or ``hostile`` (a wrong answer that patches the checks)."""
         notebook = self.home / lesson / f"{lesson}.ipynb"
         if not notebook.exists():
             self.fetch(lesson)
@@ -76,6 +76,11 @@ class Learner:
             notebook.write_text((ROOT / "notebooks" / lesson / f"{lesson}.ipynb").read_text())
         elif kind == "broken":
             notebook.write_text('{"cells": [ this is not json')
+        elif kind == "hostile":          # every trick to make the checks pass (tests/hostile.py)
+            import hostile
+
+            release = nbformat.read(ROOT / "notebooks" / lesson / f"{lesson}.ipynb", as_version=4)
+            notebook.write_text(nbformat.writes(hostile.patched_helpers(release, hostile.graded_functions(release)[0])))
         self.nbgrader("submit", lesson)
 
     def fetch_feedback(self, lesson):

@@ -3,7 +3,7 @@ nbgrader commands on both sides and the course's sandboxed grading.
 
 One served course for every assertion. Before any service runs, four learners submit lesson 01:
 alice the solution, dave the release three times, erin the release once, carol a file that is not
-a notebook. A first service starts and is killed (SIGKILL, its whole process group) while alice's
+a notebook, mallory a wrong answer that patches numpy and the checks to pass. A first service starts and is killed (SIGKILL, its whole process group) while alice's
 submission is being graded; a second takes over, and while it runs a third service and ``make
 grade`` are refused. The limit is two graded attempts: dave's third is kept, not graded. Once
 everything is answered the second service is stopped with SIGTERM. The instructor grades one of
@@ -31,7 +31,7 @@ c.AttemptLimits.max_attempts = 2
 c.GradingService.poll_seconds = 1
 c.GradingService.settle_seconds = 0.2
 """
-SUBMISSIONS = {"alice": 1, "dave": 3, "erin": 1, "carol": 1}
+SUBMISSIONS = {"alice": 1, "dave": 3, "erin": 1, "carol": 1, "mallory": 1}
 WRITTEN = "self_weight_answer"          # a written answer of lesson 01, graded by hand
 
 
@@ -61,6 +61,7 @@ def _serve(base, processes):
         learners["dave"].submit(LESSON, "blank")
     learners["erin"].submit(LESSON, "blank")
     learners["carol"].submit(LESSON, "broken")
+    learners["mallory"].submit(LESSON, "hostile")
     out = {"course": course, "learners": learners}
 
     first = start_service(course, "--workers", "1")
@@ -190,13 +191,15 @@ def test_an_attempt_over_the_limit_is_kept_not_graded(served):
     assert sum("Attempt 2 of 2: graded" in p for p in pages.values()) == 1
 
 
-def test_a_malformed_submission_costs_only_its_own_attempt(served):
-    """carol's file that is not a notebook failed, with a page saying why; everyone else was
-    graded."""
+def test_a_malformed_or_hostile_submission_costs_only_its_own_attempt(served):
+    """carol's file that is not a notebook failed, with a page saying why; mallory's patched
+    checks scored nothing; everyone else was graded."""
     assert [e["state"] for e in journal(served["course"], "carol", LESSON)] == ["failed"]
     page = next(iter(served["feedback"]["carol"].values()))
     assert "could not be graded" in page
     assert [e["state"] for e in journal(served["course"], "erin", LESSON)][:1] == ["graded"]
+    assert [(e["state"], e["score"]) for e in journal(served["course"], "mallory", LESSON)] == [("graded", 0.0)]
+    assert "Attempt 1 of 2: graded, 0 /" in next(iter(served["feedback"]["mallory"].values()))
 
 
 def test_the_queue_is_fair_between_learners(served):
@@ -214,7 +217,7 @@ def test_sigterm_stops_cleanly_and_the_status_file_has_the_table(served):
     every answer and the failure."""
     assert served["sigterm"] == 0
     after = served["status_after_stop"]
-    assert after["state"] == "stopped" and after["queue"] == 0 and after["answered"] == 6
+    assert after["state"] == "stopped" and after["queue"] == 0 and after["answered"] == 7
     assert any("carol" in failure for failure in after["failures"])
     table = served["table_after_stop"]
     assert "alice" in table and "graded" in table
