@@ -95,6 +95,18 @@ def _serve(base, processes):
     out["alice_again"] = learners["alice"].fetch_feedback(LESSON)
 
     with open(course / "nbgrader_config.py", "a") as config:
+        config.write('\nc.AttemptLimits.keep = "best"\n')
+    fay = learners["fay"] = Learner(course.parent, "fay", exchange)
+    fay.submit(LESSON, "correct")
+    fay.submit(LESSON, "blank")
+    best = start_service(course, "--exit-when-idle")
+    processes.append(best)
+    out["best"] = best.wait(timeout=600)
+    out["fay"] = fay.fetch_feedback(LESSON)
+    out["fay_grades_csv"] = (course / "grades.csv").read_text()
+    out["fay_make_grade"] = run_grade(course, "--student", "fay", "--no-report")
+
+    with open(course / "nbgrader_config.py", "a") as config:
         config.write("\nc.AttemptLimits.cooldown_seconds = 3600\n")
     learners["erin"].submit(LESSON, "blank")
     catch_up = start_service(course, "--exit-when-idle")
@@ -154,6 +166,28 @@ def test_a_manual_grade_is_kept_for_the_next_attempt_with_the_same_answer(served
     assert _gradebook_score(course, "alice")[0] == auto + 1
     assert sum(f"Attempt 2 of 2: graded, {auto + 1:g} / {total:g} points." in page
                for page in served["alice_again"].values()) == 1
+
+
+def test_the_gradebook_keeps_the_best_attempt_when_set_to(served):
+    """With keep = "best", fay's blank second attempt is graded (its page says 0 points and that
+    her grade stays the first's) while the gradebook, grades.csv, autograded/ and submitted/ keep
+    her first, solved attempt."""
+    course = served["course"]
+    auto, total, _ = lesson_points(course)
+    assert served["best"] == 0
+    entries = journal(course, "fay", LESSON)
+    assert [(e["state"], e["score"]) for e in entries] == [("graded", auto), ("graded", 0.0)]
+    assert _gradebook_score(course, "fay")[0] == auto
+    second = [p for p in served["fay"].values() if "Attempt 2 of 2: graded, 0 /" in p]
+    assert len(second) == 1 and f"Your grade stays that of your best attempt: {auto:g} / {total:g}" in second[0]
+    first_kept = course / "history" / "fay" / LESSON / "submissions" / entries[0]["inbound"] / f"{LESSON}.ipynb"
+    assert (course / "submitted" / "fay" / LESSON / f"{LESSON}.ipynb").read_bytes() == first_kept.read_bytes()
+    row = next(line for line in served["fay_grades_csv"].splitlines() if line.startswith("fay,") or ",fay," in line)
+    assert f"{auto:g}" in row or f"{auto:.1f}" in row, row
+    # make grade afterwards finds the kept attempt graded from the same files, its page current.
+    done = served["fay_make_grade"]
+    assert done.returncode == 0 and "graded 0, skipped 1" in done.stdout, done.stdout + done.stderr
+    assert "(1 already up to date)" in done.stdout
 
 
 def test_killed_mid_grading_and_restarted_grades_once(served):

@@ -41,6 +41,7 @@ from ..run.service import (AttemptLimits, GradingService, attempt_banner, collec
                            write_status, status_table)
 from ..run.service_queue import FairQueue
 from ..run.service_watch import InboundWatcher, ready_arrivals
+from ..store import best_attempt
 from ..store.service_history import ServiceHistory, utc_now
 from .grade import _Pools, _run
 
@@ -80,6 +81,7 @@ class Service:
         self.watcher = InboundWatcher(self.collect.inbound_path, use_inotify)
         self.latest, self.failures, self.state = [], [], "starting"
         self.status_path = course.root / self.settings.status_file
+        self.snapshots = {}            # (student, lesson) -> best_attempt.Snapshot, with keep = "best"
         self.run_log = self.status_path.with_name("service.log")
 
     def _quiet(self, text=""):
@@ -158,6 +160,17 @@ class Service:
             raise KeyboardInterrupt
         for arrival, decision in to_grade:
             self._finish(arrival, decision, run)
+            best_attempt.discard(self.snapshots.pop(arrival.key, None))
+
+    def snapshot_folder(self, arrival):
+        """Where the best attempt is kept while ``arrival`` is graded (kept across a restart)."""
+        return self.course.root / "history" / arrival.student / arrival.lesson / ".best-before-grading"
+
+    def _keep_best(self, arrival, kept):
+        """Put the better attempt ``kept`` back, and the class's grade files after it."""
+        best_attempt.restore(self.course.root, self.course.db_url, self.course.course_id, kept)
+        _run(self.course, [arrival.lesson], [arrival.student], False, True, False, self.sandboxed, True, self.pools,
+             self._quiet)
 
     def _kept(self, arrival):
         return self.course.root / "history" / arrival.student / arrival.lesson / "submissions" / arrival.inbound
@@ -178,17 +191,26 @@ class Service:
                     facts["next_possible"] = decision.next_possible.isoformat(timespec="seconds")
                 self._done(arrival, "refused", decision, **facts)
                 return None
+            if self.limits.keep == "best":        # what the course holds now, before collect replaces it
+                self.snapshots[arrival.key] = best_attempt.snapshot(
+                    self.course.root, self.course.db_url, self.course.course_id, arrival.student, arrival.lesson,
+                    self.snapshot_folder(arrival))
             collect_one(self.course.config, arrival, self._kept(arrival))
             return decision
         except Exception as exc:             # this submission's trouble alone
             self._failed(arrival, decision, f"{type(exc).__name__}: {exc}")
             return None
+        finally:
+            if decision.grade is False or arrival.inbound in self.answered:
+                best_attempt.discard(self.snapshots.pop(arrival.key, None))
 
     def _finish(self, arrival, decision, run):
         from nbgrader.api import Gradebook
 
         key = arrival.key
         if key in run.failed:
+            if self.snapshots.get(key) is not None:       # keep = "best": the best stays
+                self._keep_best(arrival, self.snapshots[key])
             return self._failed(arrival, decision, run.failed[key])
         try:
             with Gradebook(self.course.db_url, self.course.course_id) as gb:
@@ -199,20 +221,28 @@ class Service:
             feedback = self.course.root / "feedback" / arrival.student / arrival.lesson
             ours = rendered and (feedback / "submission_secret.txt").is_file() and \
                 (feedback / "submission_secret.txt").read_bytes() == secret.read_bytes()
-            banner = attempt_banner(decision, score, max_score)
+            best = self.snapshots.get(key)
+            worse = best is not None and score < best.score
+            banner = attempt_banner(decision, score, max_score, best.score if worse else None)
             if ours:
                 page = release_one(self.course.config, arrival.student, arrival.lesson)
                 text = with_banner(page.read_text(), banner)
                 write_atomically(page, text)
-                kept = self._kept(arrival).parent.parent / "feedback" / f"{arrival.inbound}.html"
-                kept.parent.mkdir(parents=True, exist_ok=True)
-                write_atomically(kept, text)         # every attempt's page, beside its files
+                copy = self._kept(arrival).parent.parent / "feedback" / f"{arrival.inbound}.html"
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                write_atomically(copy, text)         # every attempt's page, beside its files
             else:
                 self._notice(arrival, banner, "Your feedback page could not be made; your instructor has been told.")
                 self.failures.append(f"{arrival.student}/{arrival.lesson}: graded, but its feedback page could not be made")
+            if worse:
+                self._keep_best(arrival, best)
         except Exception as exc:
+            import traceback
+
+            self._quiet(traceback.format_exc())      # for the instructor: grading-report/service.log
             return self._failed(arrival, decision, f"after grading: {type(exc).__name__}: {exc}")
-        self._done(arrival, "graded", decision, score=score, max_score=max_score)
+        facts = {"kept": f"the best attempt ({best.score:g})"} if worse else {}
+        self._done(arrival, "graded", decision, score=score, max_score=max_score, **facts)
 
     def _notice(self, arrival, banner, detail=""):
         page = outbound_page(self.course.config, self._kept(arrival), arrival.lesson)

@@ -46,8 +46,10 @@ class AttemptLimits(Configurable):
                              "its page says when the next is possible.").tag(config=True)
     cooldown_seconds_by_lesson = Dict(help="{lesson id: seconds} overriding cooldown_seconds for those "
                                       "lessons.").tag(config=True)
-    keep = Enum(["latest"], default_value="latest", help="Which attempt's grade the gradebook holds: the "
-                "latest graded one (as make grade keeps the latest collected submission).").tag(config=True)
+    keep = Enum(["latest", "best"], default_value="latest", help="Which attempt the gradebook holds: the "
+                "latest graded one (as make grade keeps the latest collected submission), or the best "
+                "(a new attempt that scores less is kept in the history; the best one's grades, files "
+                "and page are put back).").tag(config=True)
 
     def limit(self, lesson):
         return int(self.max_attempts_by_lesson.get(lesson, self.max_attempts))
@@ -167,12 +169,15 @@ def write_atomically(path, text):
     os.replace(temporary, path)
 
 
-def attempt_banner(decision, score=None, max_score=None):
-    """One paragraph: the attempt's number and the limit (and when a refused one may try again)."""
+def attempt_banner(decision, score=None, max_score=None, kept_score=None):
+    """One paragraph: the attempt's number and the limit (and when a refused one may try again;
+    the score the gradebook keeps when it keeps a better attempt)."""
     limit = f" of {decision.limit}" if decision.limit else ""
     words = f"Attempt {decision.attempt}{limit}"
     if score is not None:
         words += f": graded, {score:g} / {max_score:g} points."
+        if kept_score is not None:
+            words += f" Your grade stays that of your best attempt: {kept_score:g} / {max_score:g} points."
     elif not decision.grade:
         words = f"This attempt was received and kept, but not graded: {decision.reason}."
         if decision.next_possible is not None:
