@@ -209,9 +209,13 @@ class Service:
 
         key = arrival.key
         if key in run.failed:
+            why = run.failed[key]
             if self.snapshots.get(key) is not None:       # keep = "best": the best stays
-                self._keep_best(arrival, self.snapshots[key])
-            return self._failed(arrival, decision, run.failed[key])
+                try:
+                    self._keep_best(arrival, self.snapshots[key])
+                except Exception as exc:
+                    why += f"; the best attempt could not be put back ({type(exc).__name__}: {exc})"
+            return self._failed(arrival, decision, why)
         try:
             with Gradebook(self.course.db_url, self.course.course_id) as gb:
                 submission = gb.find_submission(arrival.lesson, arrival.student)
@@ -257,6 +261,7 @@ class Service:
         self._done(arrival, "failed", decision, reason=why)
 
     def _done(self, arrival, state, decision, **facts):
+        best_attempt.discard(self.snapshots.pop(arrival.key, None))
         self.history.finish(arrival.student, arrival.lesson, arrival.inbound, state,
                             attempt=decision.attempt if state != "refused" else None, **facts)
         self.answered.add(arrival.inbound)
