@@ -11,6 +11,7 @@ ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 LAB_ARGS ?=
 TEST_ARGS ?=
 CERT_ARGS ?=
+SERVE_ARGS ?=
 
 # GNU make exits 2 whatever a recipe's status was: say the grader's own status first (scripts that
 # need it call .venv/bin/attention-grade; docs/instructor-guide.md, "Options and exit statuses").
@@ -23,7 +24,7 @@ $(2); status=$$?; case $$status in 0) ;; \
   *) echo "make $(1): exit status $$status" >&2 ;; esac; exit $$status
 endef
 
-.PHONY: lab instructor test test-all system-packages release grade feedback formgrader new-lesson cluster-certs docs clean
+.PHONY: lab instructor test test-all system-packages release grade feedback serve-grading formgrader new-lesson cluster-certs docs clean
 
 $(STAMP): pyproject.toml constraints.txt instructor/grading/pyproject.toml src/jupyter_config/nbgrader_config.py
 	@test -x $(PYTHON) || python3 -m venv $(VENV)
@@ -63,6 +64,10 @@ release: $(STAMP)
 ## grade: autograde submitted/ (here, or on a Dask cluster: GRADE_ARGS="--scheduler tls://HOST:8786"), write feedback/, grades.csv and grades-by-learner.csv, print a table per student
 grade: $(STAMP)
 	@$(call real_status,grade,$(PYTHON) -m attention_grading.cli.grade $(GRADE_ARGS))
+
+## serve-grading: the grading service: grade each submission as it reaches the exchange and release its feedback at once (foreground; Ctrl-C stops; docs/grading-service.md)
+serve-grading: $(STAMP)
+	@$(call real_status,serve-grading,$(PYTHON) -m attention_grading.cli.serve $(SERVE_ARGS))
 
 ## new-lesson: scaffold a lesson (NAME=09_example, FUNCTION=its first graded function): its source notebook and its folder instructor/lessons/<id>/ (spec, reference, catalogue, claims)
 new-lesson: $(STAMP)

@@ -127,3 +127,15 @@ def test_written_answer_statistics():
     assert report.written_answers(CLASS) == [
         "01: 4 written answer(s): 1 with points, mean 2.00 of 2; 1 awaiting manual grading; 2 with no point "
         "(left as released or graded 0)"]
+
+
+def test_the_report_holds_the_grading_services_last_table(tmp_path):
+    """The live table the grading service last wrote beside the report is in it; without a
+    service, the report says none ran."""
+    out = tmp_path / "report"
+    report.build_report(tmp_path, [LESSON], rows(FINAL), [], CLASS, out=out)
+    assert "no service ran on this course" in (out / "summary.md").read_text()
+    (out / "service-status.txt").write_text("grading service: stopped   queue: 0\nalice  01  1 graded  6/8\n")
+    report.build_report(tmp_path, [LESSON], rows(FINAL), [], CLASS, out=out)
+    summary = (out / "summary.md").read_text()
+    assert "- grading service: stopped   queue: 0" in summary and "- alice  01  1 graded  6/8" in summary

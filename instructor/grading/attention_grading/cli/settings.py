@@ -25,9 +25,10 @@ def configurables():
     from ..run.intake import IntakeLimits
     from ..run.backups import GradebookBackup
     from ..store.roster import Roster
+    from ..run.service import AttemptLimits, GradingService
 
     return [GradingRun, GradebookBackup, Roster, IntakeLimits, GuardedExecute, ConversationLimits, DaskCluster,
-            ClusterTLS, FigureOutputs, CourseGradesExport, FormgraderCSP]
+            ClusterTLS, FigureOutputs, CourseGradesExport, FormgraderCSP, GradingService, AttemptLimits]
 
 
 def sandbox_limits(config):

@@ -255,6 +255,8 @@ def build_report(root, lessons, rows, problems, results, sandboxed=True, out=Non
 
     ungradable = [f"{p.student} / {p.lesson}: `{p.path}`: {p.message}" for p in problems if p.fatal]
     notes = [f"{p.student or 'submitted/'}: `{p.path}`: {p.message}" for p in problems if not p.fatal]
+    service = out / "service-status.txt"        # the grading service's live table, as it last wrote it
+    service_table = service.read_text().splitlines() if service.is_file() else []
     context = {
         "sandboxed": sandboxed, "unsandboxed_warning": UNSANDBOXED, "figures_note": FIGURES_NOTE,
         "students": len(students), "lessons": lessons, "by_lesson": by_lesson, "images": images,
@@ -268,7 +270,8 @@ def build_report(root, lessons, rows, problems, results, sandboxed=True, out=Non
             ("Written answers", written_answers(results), "(none)"),
             ("Could not be graded", ungradable, "(none)"),
             ("Flagged for review", review_flags(results), "(none)"),
-            ("Notes on submissions", notes, "(none)")],
+            ("Notes on submissions", notes, "(none)"),
+            ("The grading service's last table (make serve-grading)", service_table, "(no service ran on this course)")],
     }
     for name in ("summary.md", "index.html"):
         (out / name).write_text(_templates().get_template(f"{name}.j2").render(context))
