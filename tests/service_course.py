@@ -93,9 +93,11 @@ class Learner:
 def start_service(course, *args):
     """``python -m attention_grading.cli.serve`` on ``course``, in its own process group."""
     log = open(Path(course) / f"service-{time.monotonic_ns()}.out", "w")
-    return subprocess.Popen([sys.executable, "-m", "attention_grading.cli.serve", "--root", str(course), *args],
-                            cwd=course, env=course_env(course), stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    process = subprocess.Popen([sys.executable, "-m", "attention_grading.cli.serve", "--root", str(course), *args],
+                               cwd=course, env=course_env(course), stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    process.log_path = Path(log.name)        # what it printed, shown when it stops too early
+    return process
 
 
 def stop_service(process, how=signal.SIGTERM):
@@ -127,7 +129,9 @@ def wait_until(condition, what, process=None, timeout=900):
     deadline = time.monotonic() + timeout
     while not condition():
         if process is not None and process.poll() is not None and not condition():
-            raise AssertionError(f"the service stopped (status {process.returncode}) before {what}")
+            printed = getattr(process, "log_path", None)
+            tail = printed.read_text()[-3000:] if printed is not None and printed.exists() else ""
+            raise AssertionError(f"the service stopped (status {process.returncode}) before {what}:\n{tail}")
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {timeout} s: {what}")
         time.sleep(0.2)

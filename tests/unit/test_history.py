@@ -62,3 +62,24 @@ def test_the_roster_keeps_apart_accounts_not_on_it():
     config.Roster.off_roster = "add"
     assert roster.kept_apart(config, {"alice"}, {"alice", "root"}) == set()
     assert roster.added(config, {"alice"}, {"alice", "root"}) == {"root"}
+
+
+def test_a_roster_taken_from_the_submissions_takes_new_accounts_until_the_instructor_adds_one(tmp_path, db_url):
+    """No roster imported: each run puts new accounts on it (recorded), so a learner who submits
+    later joins; a student the grader did not add makes the roster the instructor's, which decides."""
+    from nbgrader.api import Gradebook
+
+    roster.enroll(tmp_path, db_url, "course", {"alice"})
+    with Gradebook(db_url, "course") as gb:
+        on_roster = roster.enrolled(gb)
+    taken = roster.from_submissions(tmp_path)
+    assert on_roster == taken == {"alice"} and not roster.instructors(on_roster, taken)
+    assert roster.kept_apart(Config(), on_roster, {"alice", "dave"}, taken) == set()
+    roster.enroll(tmp_path, db_url, "course", {"dave"})
+    assert roster.from_submissions(tmp_path) == {"alice", "dave"}
+    with Gradebook(db_url, "course") as gb:
+        gb.add_student("bob")                       # the instructor adds a learner
+        on_roster = roster.enrolled(gb)
+    taken = roster.from_submissions(tmp_path)
+    assert roster.instructors(on_roster, taken)
+    assert roster.kept_apart(Config(), on_roster, {"alice", "root"}, taken) == {"root"}

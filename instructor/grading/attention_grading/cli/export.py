@@ -59,7 +59,8 @@ class CourseGradesExport(ExportPlugin):
         if results is None:
             results = books.load_results(root)
         students = {s.id: {k: getattr(s, k) for k in output.NAMES} for s in gradebook.students}
-        apart = roster.kept_apart(self.config, set(students), {p.student for p in problems if p.lesson and p.fatal})
+        apart = roster.kept_apart(self.config, set(students), {p.student for p in problems if p.lesson and p.fatal},
+                                 roster.from_submissions(root))
         problems = [p for p in problems if p.student not in apart]      # not on the roster: in no output
         for student in sorted({p.student for p in problems if p.student} | {s for s, _ in results}):
             students.setdefault(student, {})

@@ -32,7 +32,7 @@ import signal
 import sys
 
 from ..course import environment_tools_on_path
-from ..errors import CourseBusy, CourseError
+from ..errors import CourseBusy, CourseError, SelectionError
 from ..run.backups import GradebookBackup, check_gradebook
 from ..run.lock import course_lock
 from ..run.plan import open_course
@@ -42,6 +42,7 @@ from ..run.service import (AttemptLimits, GradingService, attempt_banner, collec
 from ..run.service_queue import FairQueue
 from ..run.service_watch import InboundWatcher, ready_arrivals
 from ..store import best_attempt
+from ..store import roster as rosters
 from ..store.service_history import ServiceHistory, utc_now
 from .grade import _Pools, _run
 
@@ -136,6 +137,13 @@ class Service:
             decision = self._begin(arrival)
             if decision is not None:
                 to_grade.append((arrival, decision))
+        apart = self._off_roster({a.student for a, _ in to_grade})
+        for arrival, decision in to_grade:
+            if arrival.student in apart:        # kept (collected), graded nowhere, as make grade does
+                self._notice(arrival, attempt_banner(decision), "Your account is not on this course's roster: "
+                             "this attempt is kept but not graded. Ask your instructor to add you.")
+                self._done(arrival, "refused", decision, reason="not on the roster")
+        to_grade = [(a, d) for a, d in to_grade if a.student not in apart]
         if not to_grade:
             return
         self.state = "grading"
@@ -145,6 +153,10 @@ class Service:
         try:
             run = _run(self.course, lessons, students, False, True, False, self.sandboxed, False, self.pools,
                        self._quiet)
+        except SelectionError as exc:      # these submissions', not the service's: the next ones are served
+            for arrival, decision in to_grade:
+                self._failed(arrival, decision, str(exc))
+            return
         except CourseError:
             for arrival, _ in to_grade:
                 self.queue.put_back(arrival)
@@ -161,6 +173,14 @@ class Service:
         for arrival, decision in to_grade:
             self._finish(arrival, decision, run)
             best_attempt.discard(self.snapshots.pop(arrival.key, None))
+
+    def _off_roster(self, students):
+        """Those of ``students`` the roster keeps apart (``store.roster``, as make grade decides)."""
+        from nbgrader.api import Gradebook
+
+        with Gradebook(self.course.db_url, self.course.course_id) as gb:
+            enrolled = rosters.enrolled(gb)
+        return rosters.kept_apart(self.course.config, enrolled, set(students), rosters.from_submissions(self.course.root))
 
     def snapshot_folder(self, arrival):
         """Where the best attempt is kept while ``arrival`` is graded (kept across a restart)."""

@@ -1,8 +1,21 @@
 """The roster decides who is in the class: the gradebook's students (nbgrader's roster, imported
 with ``nbgrader db student import`` or added with ``nbgrader db student add``). A submission from
-an account not on it is named and kept apart, never silently added (``Roster.off_roster``)."""
+an account not on it is named and kept apart, never silently added (``Roster.off_roster``).
+
+A course that never imported a roster has one the grader took from the submissions: each account
+that submits is put on it, with a warning, and recorded in ``history/roster-from-submissions.json``.
+As long as every student of the gradebook is one the grader put there, the roster is still the
+submissions' (a learner who submits for the first time in week 5, or to the grading service after
+others, joins with a warning); once the gradebook holds a student the grader did not add (the
+instructor imported or added one), the roster is the instructor's and decides."""
+import json
+import os
+from pathlib import Path
+
 from traitlets import Enum
 from traitlets.config import Configurable
+
+FROM_SUBMISSIONS = Path("history") / "roster-from-submissions.json"
 
 
 class Roster(Configurable):
@@ -16,7 +29,8 @@ class Roster(Configurable):
                            "to grade it. 'add': grade it and add the learner to the gradebook, with a "
                            "warning. With an empty roster (none imported yet) every account that "
                            "submitted is added to it, with a warning (ungradable ones too: they "
-                           "are the class from then on).").tag(config=True)
+                           "join the class, and so does every account that submits later, until the "
+                           "instructor imports or adds a student).").tag(config=True)
 
 
 def enrolled(gb):
@@ -24,10 +38,25 @@ def enrolled(gb):
     return {s.id for s in gb.students}
 
 
-def kept_apart(config, on_roster, submitted):
+def from_submissions(root):
+    """The accounts the grader put on the roster itself (no roster was imported), as a set."""
+    try:
+        return set(json.loads((Path(root) / FROM_SUBMISSIONS).read_text())["students"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+
+
+def instructors(on_roster, taken):
+    """Whether the roster ``on_roster`` is the instructor's: it holds a student the grader did not
+    put there (``taken``, ``from_submissions``). An empty roster is nobody's yet."""
+    return bool(set(on_roster) - set(taken))
+
+
+def kept_apart(config, on_roster, submitted, taken=frozenset()):
     """The accounts among ``submitted`` that are kept apart: not on the roster ``on_roster`` (a
-    set of ids), unless the roster is empty or the course adds them (``Roster.off_roster``)."""
-    if not on_roster or Roster(config=config).off_roster == "add":
+    set of ids), unless the roster is not the instructor's (empty, or every student on it put
+    there from the submissions, ``taken``) or the course adds them (``Roster.off_roster``)."""
+    if not instructors(on_roster, taken) or Roster(config=config).off_roster == "add":
         return set()
     return {student for student in submitted if student and student not in on_roster}
 
@@ -37,11 +66,18 @@ def added(config, on_roster, submitted):
     return {student for student in submitted if student and student not in on_roster}
 
 
-def enroll(db_url, course_id, students):
-    """Put ``students`` on the roster (the gradebook's students), as the first run does when no
-    roster was imported: a learner whose first submission could not be graded stays in the class."""
+def enroll(root, db_url, course_id, students):
+    """Put ``students`` on a roster taken from the submissions (the gradebook's students, and
+    ``FROM_SUBMISSIONS``), as a run does while no roster was imported: a learner whose first
+    submission could not be graded stays in the class."""
     from nbgrader.api import Gradebook
 
     with Gradebook(db_url, course_id) as gb:
         for student in sorted(students):
             gb.update_or_create_student(student)
+    path = Path(root) / FROM_SUBMISSIONS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = path.with_name(path.name + ".new")
+    scratch.write_text(json.dumps({"format": 1, "students": sorted(from_submissions(root) | set(students))},
+                                  indent=1) + "\n")
+    os.replace(scratch, path)
