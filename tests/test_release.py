@@ -112,7 +112,7 @@ def test_the_wheel_carries_lesson_09s_text(wheel):
 LESSON_PACKAGES = {"numpy", "matplotlib", "ipywidgets", "tqdm", "jupyterlab", "notebook", "nbgrader",
                    "jsonschema"}
 INSTRUCTOR_TOOLS = {"pytest", "nbval", "playwright", "psycopg2-binary", "scipy", "distributed", "dask", "latex2mathml",
-                    "cryptography", "pyseccomp", "nh3", "jinja2", "html5lib", "sphinx", "myst-nb", "furo"}
+                    "cryptography", "pyseccomp", "nh3", "jinja2", "html5lib", "sphinx", "myst-nb", "furo", "watchdog"}
 
 
 def test_learner_install_brings_the_lessons_packages_and_the_extra_the_tools(wheel):

@@ -86,6 +86,17 @@ def test_which_hidden_test_a_cell_runs_is_the_lessons_own(lesson, tmp_path, monk
     assert "attention_course" not in nb.cells[ids(nb).index("softmax")].metadata
     assert {"softmax_matches_reference", "softmax"} <= set(nb.metadata["attention_grading"]["restored_metadata"])
 
+    duplicate = copy.deepcopy(source)      # a test cell copied whole: its copy's grade_id goes, and its name
+    test_cell = next(c for c in duplicate.cells if grade_id(c) == "softmax_matches_reference")
+    copied = copy.deepcopy(test_cell)
+    del copied.metadata["nbgrader"]["grade_id"]
+    copied["id"] = "a-copy"
+    duplicate.cells.insert(duplicate.cells.index(test_cell) + 1, copied)
+    before = set(restore(db_url, copy.deepcopy(source)).metadata["attention_grading"]["restored_metadata"])
+    nb = restore(db_url, duplicate)
+    assert set(nb.metadata["attention_grading"]["restored_metadata"]) == before      # the copy flags nothing
+    assert sorted(CellPlan(nb.cells).hidden.values()) == ["contextualize", "softmax"]
+
     monkeypatch.chdir(tmp_path)            # a course without the lesson's source notebook
     nb = restore(db_url, copy.deepcopy(source))
     with pytest.raises(UnnamedHiddenTest, match="'softmax_matches_reference' has hidden tests but its metadata names none"):

@@ -115,7 +115,9 @@ class RestoreCells(OverwriteCells):
         handed_in = cell.metadata.pop(SPEC_METADATA, None)       # the learner's copy: never read
         if name is not None and name in self._specs:
             cell.metadata[SPEC_METADATA] = {"spec": self._specs[name]}
-        if handed_in is not None and handed_in != cell.metadata.get(SPEC_METADATA):
+        # A cell without a grade_id (a copy of a test cell: DeduplicateIds took its grade_id) just
+        # loses the copied name: it runs no hidden test, so nothing was changed.
+        if name is not None and handed_in is not None and handed_in != cell.metadata.get(SPEC_METADATA):
             self.log.warning("The hidden test named by cell %s was changed: the lesson's is used", name)
             self._changed.append(name or f"cell {index}")
         if name is None:
