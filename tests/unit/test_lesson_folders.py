@@ -165,3 +165,28 @@ def test_the_hostile_attacks_on_the_references_files_aim_at_the_real_ones(name, 
                           env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [[0.25, 0.75]]
+
+
+def test_only_a_lesson_folders_reference_is_a_module_of_the_package():
+    """``attention_reference.lesson<id>`` is a folder's reference; no other name is found there."""
+    R = reference()
+    assert importlib.import_module(f"{R.__name__}.lesson01_context_vectors").softmax is R.softmax
+    for name in ("lesson99_nothing", "lesson01_context_vectors.spec", "lesson01", "core", "gpt"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(f"{R.__name__}.{name}")
+
+
+def test_two_lessons_defining_one_function_is_refused_by_name(tmp_path):
+    """The judge looks a reference up by name: a second lesson defining it stops the package's import."""
+    package = tmp_path / "reference" / "attention_reference"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_bytes((REFERENCE_DIR / "attention_reference" / "__init__.py").read_bytes())
+    for lesson in ("01_one", "02_two"):
+        (tmp_path / "lessons" / lesson).mkdir(parents=True)
+        (tmp_path / "lessons" / lesson / "reference.py").write_text("def centre(x):\n    return x\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", "import attention_reference"], cwd=tmp_path, capture_output=True,
+                          text=True, env={**env, "PYTHONPATH": str(package.parent)}, timeout=120)
+    assert done.returncode != 0
+    assert "ImportError: centre is defined by two lessons' references (attention_reference.lesson02_two and " \
+           "attention_reference.lesson01_one)" in done.stderr

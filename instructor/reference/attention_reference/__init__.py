@@ -20,22 +20,24 @@ visible gets all-zero weights.
 import importlib
 import importlib.abc
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
 #: ``instructor/lessons/``, found from this file: on a Dask worker, the shipped copy beside it.
 LESSONS_DIR = Path(__file__).resolve().parents[2] / "lessons"
 PREFIX = "lesson"
+#: ``lesson<id>``: the reference of the lesson folder ``<id>`` (``01_context_vectors``).
+MODULE_NAME = re.compile(r"^lesson(\d\d_[a-z][a-z0-9_]*)$")
 
 __all__ = []
 
 
 def lesson_reference_file(name):
     """The file of ``attention_reference.<name>`` (``lesson01_context_vectors``), or None."""
-    if not name.startswith(PREFIX) or "/" in name or name[len(PREFIX):].startswith("."):
-        return None
-    path = LESSONS_DIR / name[len(PREFIX):] / "reference.py"
-    return path if path.is_file() else None
+    match = MODULE_NAME.match(name)
+    path = LESSONS_DIR / match.group(1) / "reference.py" if match else None
+    return path if path is not None and path.is_file() else None
 
 
 class _LessonReferences(importlib.abc.MetaPathFinder):
