@@ -111,18 +111,17 @@ SCRIPT_ANSWER = (
 ATTACKS = {
     "spec_from_file_location": Attack("softmax", "load the reference through importlib's file loader", _stealing('''
     import importlib.util
-    path = "{course}/instructor/reference/attention_reference/__init__.py"
-    spec = importlib.util.spec_from_file_location("attention_reference", path,
-                                                  submodule_search_locations=[path.rsplit("/", 1)[0]])
+    path = "{course}/instructor/lessons/01_context_vectors/reference.py"      # where softmax's reference is
+    spec = importlib.util.spec_from_file_location("stolen_reference", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.softmax''')),
     "source_file_loader_get_data": Attack("softmax", "read the reference's source with SourceFileLoader.get_data", _stealing('''
     from importlib.machinery import SourceFileLoader
-    path = "{course}/instructor/reference/attention_reference/core.py"
-    source = SourceFileLoader("core", path).get_data(path).decode()
+    path = "{course}/instructor/lessons/01_context_vectors/reference.py"
+    source = SourceFileLoader("reference", path).get_data(path).decode()
     namespace = {{"__name__": "stolen"}}
-    exec(source.replace("from .", "from attention_reference."), namespace)
+    exec(source, namespace)
     return namespace["softmax"]''')),
     "frames_of_the_grader": Attack("softmax", "walk every frame of every thread for a grader's softmax", _stealing('''
     import sys, gc
@@ -140,7 +139,7 @@ ATTACKS = {
             return obj''')),
     "forged_frozen_filename": Attack("softmax", "run code under a forged <frozen importlib> file name", _stealing('''
     namespace = {{}}
-    code = "source = open('{course}/instructor/reference/attention_reference/core.py').read()"
+    code = "source = open('{course}/instructor/lessons/01_context_vectors/reference.py').read()"
     exec(compile(code, "<frozen importlib._bootstrap>", "exec"), namespace)
     stolen = {{"__name__": "stolen"}}
     exec(namespace["source"], stolen)
@@ -167,8 +166,11 @@ ATTACKS = {
                 return namespace["softmax"]''')),
     "copy_in_a_child_process": Attack("softmax", "cp -r the reference from a child process, then import it", _stealing('''
     import importlib, os, subprocess, sys
-    subprocess.run(["cp", "-r", "{course}/instructor/reference/attention_reference", "."], capture_output=True)
-    sys.path.insert(0, os.getcwd())
+    # The package and the lesson folders it loads the references from, in the same layout.
+    os.makedirs("stolen", exist_ok=True)
+    subprocess.run(["cp", "-r", "{course}/instructor/reference", "{course}/instructor/lessons", "stolen"],
+                   capture_output=True)
+    sys.path.insert(0, os.path.join(os.getcwd(), "stolen", "reference"))
     return importlib.import_module("attention_reference").softmax''')),
     "extra_attention_course_folder": Attack(
         "softmax", "hand in an attention_course/ folder that makes every visible check pass",

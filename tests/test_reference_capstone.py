@@ -12,7 +12,7 @@ import attention_reference as R
 from attention_course import capstone as task
 from attention_grading.hidden.specs import lesson07_capstone as outcome
 from attention_grading.hidden.specs import lesson07_mistakes as mistakes
-from attention_reference import capstone as C
+from attention_reference import lesson07_capstone as C
 from conftest import STRICT_WARNINGS
 
 pytestmark = STRICT_WARNINGS

@@ -1,6 +1,7 @@
 """notebooks/ and solutions/ are exactly what `make release` makes from source/ today;
 no stored notebook carries outputs; nothing a learner receives holds the reference or a hidden test."""
 import filecmp
+import json
 import subprocess
 import sys
 import zipfile
@@ -10,6 +11,7 @@ import nbformat
 import pytest
 
 import background
+import leaks
 from conftest import ROOT, copy_course, lesson_ids
 
 LEAKS = ["attention_reference", "attention_grading", "BEGIN HIDDEN TESTS", "BEGIN SOLUTION"]
@@ -68,11 +70,15 @@ def test_source_lessons_hold_only_their_notebook():
 
 
 def test_learner_release_folder_has_no_reference_or_hidden_tests():
-    """Nothing under notebooks/ mentions the reference, the grading helpers or hidden tests."""
+    """Nothing under notebooks/ mentions the reference, the grading helpers or hidden tests, nor
+    holds a distinctive line of a lesson's reference (``instructor/lessons/<id>/reference.py``)."""
+    reference = leaks.reference_lines()
+    assert reference
     for path in (ROOT / "notebooks").rglob("*"):
         if path.is_file():
             text = path.read_text(errors="replace")
             assert not [leak for leak in LEAKS if leak in text], path
+            assert not [line for line in reference if line in text or json.dumps(line)[1:-1] in text], path
 
 
 @background.fixture()

@@ -232,7 +232,7 @@ WALLS = {
     "read autograded/": "open('{course}/autograded/other/lesson/secret.ipynb').read()",
     "read feedback/": "open('{course}/feedback/other/lesson/secret.html').read()",
     "read the gradebook": "open('{course}/gradebook.db').read()",
-    "read the real reference": "open('{root}/instructor/reference/attention_reference/core.py').read()",
+    "read the real reference": "open('{root}/instructor/lessons/01_context_vectors/reference.py').read()",
     "import the real reference": "import sys; sys.path.append('{root}/instructor/reference'); import attention_reference",
     "read the grading code": "open('{root}/instructor/grading/attention_grading/hidden/judge.py').read()",
     "read root's home": "import os; os.listdir('/root')",

@@ -17,8 +17,8 @@ from attention_grading.hidden.calls import plan_calls
 from attention_grading.hidden.in_process import run_locally
 from attention_grading.hidden.specs import lesson07_capstone as capstone_spec
 from attention_grading.hidden.specs import lesson09_small_gpt as gpt_spec
-from attention_reference import capstone as C
-from attention_reference import gpt as G
+from attention_reference import lesson07_capstone as C
+from attention_reference import lesson09_small_gpt as G
 
 
 def ascent(p, g, m, v, t, **kwargs):

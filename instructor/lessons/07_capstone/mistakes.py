@@ -1,7 +1,8 @@
 """Lesson 07's known mistakes: the capstone model, its backward pass and Adam, each written once
 more with one learner mistake built in (``mistake`` names it), so that the hidden tests can say
 which one a wrong answer made. The right versions are the reference's
-(``attention_reference.capstone``); ``R`` is the reference package, as the judge passes it.
+(``attention_reference.lesson07_capstone``, this folder's ``reference.py``); ``R`` is the
+reference package, as the judge passes it.
 
 Every mistake here must change the result on some case: ``tests/test_reference_capstone.py``
 checks that against the reference.
@@ -87,7 +88,7 @@ def backward(R, mistake, params, batch, causal=True, scale=True, weighting="soft
     _check(mistake, BACKWARD)
     logits, A, cache = _run_forward(R, None, params, batch, causal, scale, weighting)
     p, X, Q, K, V, O = (cache[k] for k in ("p", "X", "Q", "K", "V", "O"))
-    capstone = importlib.import_module(R.__name__ + ".capstone")
+    capstone = importlib.import_module(R.__name__ + ".lesson07_capstone")
     loss, dlogits = capstone.cross_entropy(logits, batch["targets"])     # (B, T, C)
     if mistake == "sum_not_mean":
         dlogits = dlogits * max(int((np.asarray(batch["targets"]) >= 0).sum()), 1)

@@ -1,8 +1,9 @@
 """Hidden tests of lesson 07 (capstone): ``model_forward``, ``model_backward``, ``adam_step``,
 and whether the learner's Adam trains the model (``adam_trains_the_model``).
 
-The model is the one the lesson describes (``attention_reference.capstone``). Its known
-mistakes, from which the bugs below are built, are in ``lesson07_mistakes``. Two tests go
+The model is the one the lesson describes (``attention_reference.lesson07_capstone``, this
+folder's ``reference.py``). Its known mistakes, from which the bugs below are built, are in
+``lesson07_mistakes``. Two tests go
 beyond one call per case:
 
 - ``model_backward``: its (loss, grads dict) is compared as a flat tuple (``flatten_backward``),

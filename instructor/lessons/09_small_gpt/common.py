@@ -9,7 +9,7 @@ LENT = ("multi_head_attention", "split_heads", "merge_heads")
 def _gpt(R):
     import importlib
 
-    return importlib.import_module(R.__name__ + ".gpt")
+    return importlib.import_module(R.__name__ + ".lesson09_small_gpt")
 
 
 def block_params(g, d, n_heads, d_h, d_hidden, spread=1.0):

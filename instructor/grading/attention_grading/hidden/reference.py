@@ -1,5 +1,6 @@
-"""The hidden reference implementation (``instructor/reference/attention_reference``), as the
-grader loads it: in the grading process only, never in a learner's kernel."""
+"""The hidden reference implementation (the package ``instructor/reference/attention_reference``,
+which loads each lesson's ``instructor/lessons/<id>/reference.py``), as the grader loads it: in the
+grading process only, never in a learner's kernel."""
 import importlib.util
 import sys
 

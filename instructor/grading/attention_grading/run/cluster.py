@@ -37,7 +37,8 @@ from .jobs import JobOutcome
 from ..paths import INSTRUCTOR_DIR
 from .wire import WireError, decode
 
-#: (folder under instructor/, package or folder) a worker needs: the grader, the reference, the lessons' specs.
+#: (folder under instructor/, package or folder) a worker needs: the grader, the reference package, the lessons'
+#: folders (their specs and references).
 SHIPPED = (("grading", "attention_grading"), ("reference", "attention_reference"), ("", "lessons"))
 #: A lesson folder's files that only the tests read (its catalogue of answers, its prose claims).
 TESTS_ONLY = ("catalogue.py", "claims.py")

@@ -39,7 +39,7 @@ class CourseGrader(WorkerPlugin):
     """The worker plugin of one run.
 
     ``files``: {relative path: bytes} of ``grading/attention_grading``,
-    ``reference/attention_reference`` and ``lessons/`` (the lessons' specs); ``name``: the run's plugin and resource name (it names
+    ``reference/attention_reference`` and ``lessons/`` (the lessons' specs and references); ``name``: the run's plugin and resource name (it names
     the files' digest, so two runs of the same grader share one copy)."""
 
     def __init__(self, name, files, job_timeout, sandboxed=True):

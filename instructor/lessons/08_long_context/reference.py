@@ -1,7 +1,7 @@
-"""Tiled attention with an online softmax: never builds the T_q × T_k matrix."""
+"""Reference of lesson 08: tiled attention with an online softmax, which never builds the T_q × T_k matrix."""
 import numpy as np
 
-from .core import _as_float
+from .lesson01_context_vectors import _as_float
 
 
 def tiled_attention(Q, K, V, block_size=64, causal=False):

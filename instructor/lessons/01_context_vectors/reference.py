@@ -1,4 +1,7 @@
-"""Softmax, masks and the identity-projection context vectors of lesson 01."""
+"""Reference of lesson 01: a stable softmax and the identity-projection context vectors.
+
+Every later lesson's reference builds on ``_as_float`` and ``softmax`` from here.
+"""
 import numpy as np
 
 
@@ -19,23 +22,6 @@ def softmax(x, axis=-1):
     e = np.exp(x - peak)
     total = np.sum(e, axis=axis, keepdims=True)
     return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
-
-
-def masked_softmax(scores, mask):
-    """Softmax over the last axis where only positions with ``mask`` True compete.
-
-    Masked positions get exactly 0; a row with nothing visible is all zeros.
-    """
-    scores = _as_float(scores)
-    mask = np.asarray(mask, dtype=bool)
-    mask = np.broadcast_to(mask, np.broadcast_shapes(mask.shape, scores.shape))
-    scores = np.broadcast_to(scores, mask.shape)
-    return softmax(np.where(mask, scores, -np.inf), axis=-1)
-
-
-def causal_mask(T):
-    """Boolean (T, T): True on and below the diagonal (position i may read j <= i)."""
-    return np.tril(np.ones((T, T), dtype=bool))
 
 
 def contextualize(X):

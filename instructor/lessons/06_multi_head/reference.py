@@ -1,8 +1,8 @@
-"""Multi-head attention: heads on slices of the width, mixed by W_O."""
+"""Reference of lesson 06: multi-head attention, heads on slices of the width, mixed by W_O."""
 import numpy as np
 
-from .core import _as_float
-from .attention import scaled_dot_product_attention
+from .lesson01_context_vectors import _as_float
+from .lesson03_scaling import scaled_dot_product_attention
 
 
 def split_heads(X, n_heads):

@@ -1,4 +1,4 @@
-"""Lesson 09: a small GPT, its pieces, sampling and generation with a KV cache.
+"""Reference of lesson 09: a small GPT, its pieces, sampling and generation with a KV cache.
 
 Shapes for one sequence of T tokens (leading batch axes allowed wherever an x appears):
 
@@ -16,8 +16,9 @@ of the full causal pass over the tokens so far.
 """
 import numpy as np
 
-from .core import _as_float, causal_mask, softmax
-from .multi_head import merge_heads, multi_head_attention, split_heads
+from .lesson01_context_vectors import _as_float, softmax
+from .lesson04_causal_masking import causal_mask
+from .lesson06_multi_head import merge_heads, multi_head_attention, split_heads
 
 BLOCK_KEYS = ("ln1_gamma", "ln1_beta", "W_Q", "W_K", "W_V", "W_O", "ln2_gamma", "ln2_beta",
               "W_1", "b_1", "W_2", "b_2")

@@ -1,4 +1,4 @@
-"""Lesson 07 (capstone): a one-layer attention model, its backward pass and Adam.
+"""Reference of lesson 07 (capstone): a one-layer attention model, its backward pass and Adam.
 
 The model (shapes for a batch of B sequences of T tokens):
 
@@ -19,7 +19,7 @@ The mistakes learners make live with the hidden tests (``attention_grading.hidde
 """
 import numpy as np
 
-from .core import causal_mask, masked_softmax
+from .lesson04_causal_masking import causal_mask, masked_softmax
 
 PARAM_NAMES = ("E_name", "E_attr", "W_Q", "W_K", "W_V", "W_out")
 WEIGHTINGS = ("softmax", "raw", "top1")

@@ -1,8 +1,9 @@
-"""Backward passes through softmax and attention, and the finite-difference check."""
+"""Reference of lesson 05: backward passes through softmax and attention, and the finite-difference check."""
 import numpy as np
 
-from .core import _as_float, causal_mask  # noqa: F401  (causal_mask re-exported for symmetry)
-from .attention import project, scaled_dot_product_attention
+from .lesson01_context_vectors import _as_float
+from .lesson02_queries_keys_values import project
+from .lesson03_scaling import scaled_dot_product_attention
 
 
 def softmax_backward(dA, A):
