@@ -52,6 +52,7 @@ from ..run.lock import course_lock, deferred_interrupt
 from ..run.plan import check_students, open_course, plan, select_lessons
 from ..run.pool import LocalPool, run_with_second_attempt
 from ..store import gradebook as books
+from ..store import indexes as gradebook_indexes
 from ..store.grades_table import print_summary
 from ..store.lessons import Templates
 from .progress import progress
@@ -176,6 +177,7 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
 
     units, problems = scan(course.root, course.lessons, limits=course.intake)    # the whole class, for grades.csv
     with Gradebook(course.db_url, course.course_id) as gb:
+        gradebook_indexes.ensure(gb)           # an older gradebook gets them once (store.indexes)
         roster = sorted({u.student for u in units} | {p.student for p in problems if p.student}
                         | {s.id for s in gb.students})
     check_students(students, roster)
