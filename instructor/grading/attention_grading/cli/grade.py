@@ -208,17 +208,18 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
 
 
 def _grade(run, course, found, pools, log):
-    """Run the planned jobs; store what each brings back as it comes."""
-    planned = {entry.job.key: entry for entry in found.jobs}
-    jobs, unrecorded = [entry.job for entry in found.jobs], found.unrecorded
+    """Run the planned jobs, made one at a time as workers free up (``Plan.jobs``); store what
+    each brings back as it comes, on one connection to the gradebook for the whole run."""
+    from nbgrader.api import Gradebook
+
     run.skipped = found.skipped
     if run.skipped:
         log(f"{run.skipped} submission(s) already graded and unchanged: skipped (--force regrades them)")
-    pool = pools.get() if jobs else None
+    pool = pools.get() if found.todo else None
     where = f" on the Dask cluster at {pools.args[2]}" if isinstance(pool, DaskPool) else ""
-    log(f"grading {len(jobs)} submission(s) of {len(run.lessons)} lesson(s) with "
+    log(f"grading {len(found.todo)} submission(s) of {len(run.lessons)} lesson(s) with "
         f"{pool.workers if pool else pools.args[0]} worker(s){where}")
-    first_failures = {}
+    first_failures, graded = {}, set()
 
     def keep(job, outcome, attempt):
         """Save a job's outcome in the course; None, or why it could not be kept."""
@@ -228,34 +229,39 @@ def _grade(run, course, found, pools, log):
                 _save_log(course.root, job.key, outcome.log, attempt)
             books.record_failure(course.root, outcome.result)
             first_failures.setdefault(job.key, outcome.message or "autograde failed")
+            if attempt == 2 or not outcome.retry:
+                found.stored(job.key)
             return outcome.message or "autograde failed"
         if attempt == 2 and job.key in first_failures:
             outcome.result.first_failure = first_failures[job.key]
         try:
             with deferred_interrupt():          # Ctrl-C waits for the save to end
-                entry = planned[job.key]
+                entry = found.waiting[job.key]
                 books.save(course.root, course.db_url, course.course_id, outcome, course.config,
-                           entry.prior, entry.answered)
+                           entry.prior, entry.answered, gb=gb)
                 run.graded.append(job.key)
+                graded.add(job.key)
+                found.stored(job.key)
                 _note_manual(run, job.key, outcome.result)
             return None
         except KeyboardInterrupt:
             raise
         except Exception as exc:
+            gb.db.rollback()
             return f"could not save the grades: {type(exc).__name__}: {exc}"
 
     turned_down = {}
-    if jobs:
-        with progress(len(jobs), "autograde") as bar:
+    if found.todo:
+        with Gradebook(course.db_url, course.course_id) as gb, progress(len(found.todo), "autograde") as bar:
             try:
-                turned_down, run.second_attempts = run_with_second_attempt(pool, run_job, jobs, bar, keep)
+                turned_down, run.second_attempts = run_with_second_attempt(pool, run_job, found.jobs(gb), bar, keep)
             except (ClusterLost, KeyboardInterrupt) as exc:
-                run.not_graded = [job.key for job in jobs if job.key not in run.graded]
+                run.not_graded = [key for key in found.keys if key not in graded]
                 if isinstance(exc, ClusterLost):
                     run.cluster_lost = str(exc)
                 else:
                     raise
-    why = {**{key: (message, message) for key, message in unrecorded.items()},
+    why = {**{key: (message, message) for key, message in found.unrecorded.items()},
            **{key: (message, f"autograde failed: {message}") for key, message in turned_down.items()}}
     for (student, lesson), (message, said) in why.items():
         run.failed[student, lesson] = message

@@ -18,15 +18,19 @@ from . import grades, standing
 
 
 
-def save(root, db_url, course_id, outcome, config, prior=None, answered=None):
+def save(root, db_url, course_id, outcome, config, prior=None, answered=None, gb=None):
     """Store a graded submission: ``autograded/<student>/<lesson>/`` (the job's files), its grades
     in the gradebook (``grades.apply``, the one place scores, kept manual grades and the late
     penalty are written), its result with the checks read back from them (``grading-result.json``).
     ``prior``: the submission's ``standing.Standing`` before this grading; ``answered``: the
-    digests of its written answers then. Returns its standing now."""
+    digests of its written answers then; ``gb``: the course gradebook already open (one
+    connection for a whole run, rather than one per submission). Returns its standing now."""
     import nbformat
     from nbgrader.api import Gradebook
 
+    if gb is None:
+        with Gradebook(db_url, course_id) as gb:
+            return save(root, db_url, course_id, outcome, config, prior, answered, gb)
     result = outcome.result
     folder = Path(root) / "autograded" / result.student / result.lesson
     if folder.exists():
@@ -39,14 +43,13 @@ def save(root, db_url, course_id, outcome, config, prior=None, answered=None):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
     nb = nbformat.read(folder / f"{result.lesson}.ipynb", as_version=4)
-    with Gradebook(db_url, course_id) as gb:
-        gb.update_or_create_student(result.student)
-        kwargs = {"timestamp": result.timestamp} if result.timestamp else {}
-        gb.update_or_create_submission(result.lesson, result.student, **kwargs)
-        result.kept_manual, result.changed_manual = grades.apply(gb, nb, result.student, result.lesson, result.notes,
-                                                                 config, prior, answered)
-        grades.fill_result(gb, nb, result)
-        now = standing.read(gb, result.lesson, result.student)
+    gb.update_or_create_student(result.student)
+    kwargs = {"timestamp": result.timestamp} if result.timestamp else {}
+    gb.update_or_create_submission(result.lesson, result.student, **kwargs)
+    result.kept_manual, result.changed_manual = grades.apply(gb, nb, result.student, result.lesson, result.notes,
+                                                             config, prior, answered)
+    grades.fill_result(gb, nb, result)
+    now = standing.read(gb, result.lesson, result.student)
     (folder / RESULT_FILE).write_text(result.to_json())
     return now
 
