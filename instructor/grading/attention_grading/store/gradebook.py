@@ -111,21 +111,25 @@ class FinalScore:
 
 
 def final_scores(gb, lessons, students):
-    """{(student, lesson): FinalScore} of every submission in the gradebook."""
-    from nbgrader.api import MissingEntry
+    """{(student, lesson): FinalScore} of every submission in the gradebook, in one query (nbgrader's
+    own ``score``, ``late_submission_penalty``, ``max_score`` and ``needs_manual_grade`` column
+    properties, each an indexed subquery), rather than one lookup per learner and lesson."""
+    from nbgrader.api import Assignment, Student, SubmittedAssignment
 
-    scores = {}
-    for lesson in lessons:
-        for student in students:
-            try:
-                submission = gb.find_submission(lesson, student)
-            except MissingEntry:
-                continue
-            scores[student, lesson] = FinalScore(
-                submission.score, submission.late_submission_penalty or 0.0, submission.max_score,
-                bool(submission.needs_manual_grade),
-                submission.timestamp.isoformat(sep=" ") if submission.timestamp else None)
-    return scores
+    wanted, lessons = set(students), list(lessons)
+    query = (gb.db.query(Student.id, Assignment.name, SubmittedAssignment.score,
+                         SubmittedAssignment.late_submission_penalty, SubmittedAssignment.max_score,
+                         SubmittedAssignment.needs_manual_grade, SubmittedAssignment.timestamp)
+             .join(Student, Student.id == SubmittedAssignment.student_id)
+             .join(Assignment, Assignment.id == SubmittedAssignment.assignment_id)
+             .filter(Assignment.name.in_(lessons)))
+    found = {}
+    for student, lesson, raw, penalty, top, manual, timestamp in query:
+        if student in wanted:
+            found[student, lesson] = FinalScore(raw, penalty or 0.0, top, bool(manual),
+                                                timestamp.isoformat(sep=" ") if timestamp else None)
+    return {(student, lesson): found[student, lesson]          # in the order asked for, as before
+            for lesson in lessons for student in students if (student, lesson) in found}
 
 
 def lesson_maxima(gb, lessons):
