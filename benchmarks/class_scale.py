@@ -16,6 +16,7 @@ phase (intake, plan, grading with the store, penalties again, exports, report). 
 not rendered (``--no-feedback``: their cost is benchmarks/feedback_cost.py's). Not a timed test.
 
 Usage: python benchmarks/class_scale.py [--sizes 1000,10000[,90000]] [--workers 2] [--keep DIR]
+                                      [--repo CHECKOUT]
 """
 import argparse
 import json
@@ -28,9 +29,11 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+# --repo: another checkout's grader and course (its `main`, say, for a figure before a change)
+REPO = Path(sys.argv[sys.argv.index("--repo") + 1]).resolve() if "--repo" in sys.argv else HERE.parent
 sys.path.insert(0, str(REPO / "instructor" / "grading"))
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(HERE))
 
 LESSONS = sorted(p.name for p in (REPO / "solutions").iterdir() if p.is_dir())
 TIMESTAMP = "2026-01-10 12:00:00.000000 UTC"
@@ -122,7 +125,8 @@ def one_size(size, workers, keep):
         build(root, size)
         built = time.perf_counter() - started
         env = {**os.environ, "TQDM_DISABLE": "1"}
-        done = subprocess.run([sys.executable, __file__, "--measure", str(root), "--workers", str(workers)],
+        done = subprocess.run([sys.executable, __file__, "--measure", str(root), "--workers", str(workers),
+                               "--repo", str(REPO)],
                               capture_output=True, text=True, env=env)
         if done.returncode != 0:
             raise SystemExit(f"size {size}: the measurement failed:\n{done.stderr[-4000:]}")
@@ -153,13 +157,15 @@ def main():
     parser.add_argument("--sizes", default="1000,10000", help="submissions per class, comma-separated")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--keep", default=None, help="build the classes in this folder and keep them")
+    parser.add_argument("--repo", default=None, help="grade with this checkout's grader and course "
+                        "(default: this one's)")
     parser.add_argument("--measure", default=None, help=argparse.SUPPRESS)     # the child's part
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(Path(args.measure), args.workers)))
         return
     print(f"class_scale: main-process cost of make grade per submission, {args.workers} worker(s), "
-          f"stub jobs (no kernels), SQLite gradebook")
+          f"stub jobs (no kernels), SQLite gradebook, the grader of {REPO}")
     for size in (int(s) for s in args.sizes.split(",")):
         show(one_size(size, args.workers, args.keep))
 

@@ -275,3 +275,30 @@ def test_an_existing_gradebook_is_indexed_and_keeps_every_grade(hand_graded):
             for table, column in indexes.INDEXED}
     for table, column in indexes.INDEXED:        # the lookups use them, rather than scan the table
         assert indexes.index_name(table, column) in plans[table], plans[table]
+
+
+def test_a_submission_is_stored_in_one_transaction(hand_graded):
+    """Within books.one_transaction, nbgrader's per-cell commits only flush (later reads see the
+    new score, as after a commit); the block commits once at its end, and a failure inside it
+    leaves the gradebook as it was."""
+    from nbgrader.api import Gradebook
+
+    db_url, _ = hand_graded
+    before = _read(db_url)
+    with Gradebook(db_url, COURSE_ID) as gb:
+        with pytest.raises(RuntimeError):
+            with books.one_transaction(gb):
+                _by_hand_in(gb, 1.0)
+                assert gb.find_grade("self_weight_answer", LESSON, LESSON, "alice").score == 1.0
+                raise RuntimeError("the store failed half-way")
+    assert _read(db_url) == before
+    with Gradebook(db_url, COURSE_ID) as gb:
+        with books.one_transaction(gb):
+            _by_hand_in(gb, 1.0)
+    assert _read(db_url).grades[LESSON]["self_weight_answer"][1] == 1.0
+
+
+def _by_hand_in(gb, points):
+    grade = gb.find_grade("self_weight_answer", LESSON, LESSON, "alice")
+    grade.manual_score = points
+    gb.db.commit()

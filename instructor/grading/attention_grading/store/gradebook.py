@@ -8,6 +8,7 @@ hand back the autograded notebook and its verdicts, which ``save`` records with 
 ``lessons``'.
 """
 import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -43,15 +44,39 @@ def save(root, db_url, course_id, outcome, config, prior=None, answered=None, gb
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
     nb = nbformat.read(folder / f"{result.lesson}.ipynb", as_version=4)
-    gb.update_or_create_student(result.student)
-    kwargs = {"timestamp": result.timestamp} if result.timestamp else {}
-    gb.update_or_create_submission(result.lesson, result.student, **kwargs)
-    result.kept_manual, result.changed_manual = grades.apply(gb, nb, result.student, result.lesson, result.notes,
-                                                             config, prior, answered)
-    grades.fill_result(gb, nb, result)
-    now = standing.read(gb, result.lesson, result.student)
+    with one_transaction(gb):
+        gb.update_or_create_student(result.student)
+        kwargs = {"timestamp": result.timestamp} if result.timestamp else {}
+        gb.update_or_create_submission(result.lesson, result.student, **kwargs)
+        result.kept_manual, result.changed_manual = grades.apply(gb, nb, result.student, result.lesson,
+                                                                 result.notes, config, prior, answered)
+        grades.fill_result(gb, nb, result)
+        now = standing.read(gb, result.lesson, result.student)
     (folder / RESULT_FILE).write_text(result.to_json())
     return now
+
+
+@contextmanager
+def one_transaction(gb):
+    """Store one submission in one transaction of the open gradebook ``gb``: nbgrader's steps
+    commit after every cell (``SaveAutoGrades``), each commit a write to disk of its own (17 a
+    submission, most of the store's time on a large class); within this block a commit only
+    sends the changes (a flush) and forgets what was loaded, as a commit does, and the whole
+    submission is committed once at the end, or not at all if anything fails."""
+    session = gb.db
+
+    def flush():
+        session.flush()
+        session.expire_all()       # read again, as after a commit: nbgrader's scores are SQL expressions
+    session.commit = flush
+    try:
+        yield
+    except BaseException:
+        del session.commit
+        session.rollback()
+        raise
+    del session.commit
+    session.commit()
 
 
 def record_failure(root, result):
