@@ -162,6 +162,42 @@ def test_second_run_skips_then_force_and_filters(graded_class):
     assert tree_hash(root / "submitted") == before
 
 
+def test_an_older_gradebook_is_indexed_keeps_every_grade_and_stock_nbgrader_reads_it(graded_class, tmp_path):
+    """A gradebook made before the indexes (dropped here), with a grade set by hand: make grade
+    adds them (store.indexes) and changes no grade, comment or submission; stock nbgrader
+    commands (its alembic upgrade, the student list, its export) still work on it."""
+    import sqlite3
+
+    from attention_grading.store import indexes
+
+    root = tmp_path / "course"
+    shutil.copytree(graded_class[0], root, symlinks=True)
+    tables = ("grade", "comment", "submitted_notebook", "submitted_assignment", "student", "alembic_version")
+
+    def every_row():
+        with sqlite3.connect(root / "gradebook.db") as db:
+            names = {n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+            return names, {t: sorted(map(repr, db.execute(f"SELECT * FROM {t}"))) for t in tables}
+
+    with sqlite3.connect(root / "gradebook.db") as db:
+        for table, column in indexes.INDEXED:
+            db.execute(f"DROP INDEX {indexes.index_name(table, column)}")      # make grade made them
+        db.execute("UPDATE grade SET manual_score = 0.5, needs_manual_grade = 0 WHERE id = "
+                   "(SELECT id FROM grade ORDER BY id LIMIT 1)")
+    names, before = every_row()
+    assert not {indexes.index_name(*pair) for pair in indexes.INDEXED} & names
+    done = run_grade(root, "--student", "alice", "--student", "bob", "--no-report", "--no-feedback")
+    assert done.returncode == 0 and "grading 0 submission(s)" in done.stdout, done.stdout + done.stderr
+    names, after = every_row()
+    assert {indexes.index_name(*pair) for pair in indexes.INDEXED} <= names
+    assert after == before and len(before["grade"]) > 10
+    assert "0.5" in "".join(after["grade"])
+    assert nbgrader(root, "db", "upgrade").returncode == 0
+    assert "alice" in nbgrader(root, "db", "student", "list").stdout
+    nbgrader(root, "export", "--to", str(tmp_path / "stock-export.csv"))
+    assert every_row() == (names, before)
+
+
 @pytest.mark.full   # a copy of the class graded three more times; the quick tier's re-runs are the test above
 def test_stale_stored_tests_stop_grading_and_content_hashes_decide_what_is_graded(graded_class, tmp_path):
     """A stored hidden test that is not source/'s stops the run before anything is graded, with

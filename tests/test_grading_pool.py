@@ -48,3 +48,32 @@ def test_a_worker_that_dies_hangs_or_is_stopped_costs_only_its_job(tmp_path):
     assert runs["d"] == 2, "a job whose worker died gets one second attempt"
     assert runs["h"] == runs["s"] == 1, "a job that used up its time is not run again"
     assert all(runs[name] == 1 for name in kept)
+
+
+def test_jobs_are_planned_as_workers_free_up(tmp_path):
+    """A generator of jobs (make grade's plan, run.plan.Plan.jobs) is drawn one job at a time as
+    a worker frees up: jobs planned and not yet stored never outnumber the workers, plus the one
+    planned ahead and the one whose outcome is being handed over, however many there are; a
+    failed one still gets its second attempt."""
+    workers, planned, finished, most = 2, [], set(), [0]
+    names = [f"job{i:02d}" for i in range(24)]
+
+    def plan():
+        for name in names:
+            planned.append(name)
+            most[0] = max(most[0], len(planned) - len(finished))
+            yield FlakyJob(str(tmp_path), name, "fails_once" if name == "job05" else "ok")
+
+    def keep(job, outcome, attempt):
+        finished.add(job.name)
+        return None if outcome.ok else outcome.message
+
+    pool = LocalPool(workers)
+    try:
+        with tqdm(total=len(names), disable=True) as bar:
+            turned_down, second = run_with_second_attempt(pool, run_flaky, plan(), bar, keep)
+    finally:
+        pool.close()
+    assert planned == names and finished == set(names)
+    assert turned_down == {} and second == {"job05": "job05 failed on run 1"}
+    assert 1 <= most[0] <= workers + 2, most[0]

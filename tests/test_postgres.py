@@ -88,3 +88,27 @@ def test_grading_on_postgres_gives_the_sqlite_scores(postgres_url, tmp_path, les
             return [{k: r[k] for k in ("student", "lesson", "raw_score", "score", "max_score", "status")}
                     for r in csv.DictReader(fh) if r["student"] in STUDENTS]
     assert rows_of(pg_course) and rows_of(pg_course) == rows_of(sqlite_root)
+
+
+def test_the_gradebook_indexes_on_postgres(postgres_url):
+    """store.indexes on PostgreSQL: an unindexed gradebook gets every index (CREATE INDEX IF NOT
+    EXISTS is PostgreSQL's too), a second time nothing is done, and a grade stays as it was."""
+    from nbgrader.api import Gradebook
+    from sqlalchemy import text
+
+    from attention_grading.course import environment_tools_on_path
+    from attention_grading.store import indexes
+
+    environment_tools_on_path()          # a new gradebook is stamped by nbgrader's `alembic`
+    with Gradebook(postgres_url, "attention") as gb:
+        for table, column in indexes.INDEXED:
+            gb.db.execute(text(f"DROP INDEX IF EXISTS {indexes.index_name(table, column)}"))
+        gb.add_assignment("indexed")
+        gb.add_student("ida")
+        gb.add_submission("indexed", "ida")
+        gb.db.commit()
+        assert indexes.ensure(gb) == list(indexes.INDEXED)
+        names = {n for (n,) in gb.db.execute(text("SELECT indexname FROM pg_indexes"))}
+        assert {indexes.index_name(*pair) for pair in indexes.INDEXED} <= names
+        assert indexes.ensure(gb) == [] and indexes.missing(gb.engine) == []
+        assert gb.find_submission("indexed", "ida").student.id == "ida"

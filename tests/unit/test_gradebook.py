@@ -257,3 +257,68 @@ def test_duedates_are_naive_utc(db_url):
     with Gradebook(db_url, COURSE_ID) as gb:
         gb.update_or_create_assignment(LESSON, duedate="2026-01-05 13:00:00 Europe/Paris")
         assert books.lesson_maxima(gb, [LESSON])[LESSON][1] == datetime.datetime(2026, 1, 5, 12, 0)
+
+
+def _every_row(db_url):
+    """{table: sorted rows} of every table of a SQLite gradebook."""
+    import sqlite3
+
+    with sqlite3.connect(db_url[len("sqlite:///"):]) as db:
+        tables = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {table: sorted(map(repr, db.execute(f"SELECT * FROM {table}"))) for table in tables}
+
+
+def test_an_existing_gradebook_is_indexed_and_keeps_every_grade(hand_graded):
+    """An nbgrader gradebook with autograded and manual grades, a comment and an extension gets
+    one index per column the hot lookups filter on; every row of every table is what it was
+    (alembic's version too), a second migration does nothing, and nbgrader reads the same scores."""
+    from nbgrader.api import Gradebook
+
+    from attention_grading.store import indexes
+
+    db_url, _ = hand_graded
+    before, standing_before = _every_row(db_url), _read(db_url)
+    assert standing_before.grades[LESSON]["self_weight_answer"][1] == 0.5       # a manual grade to keep
+    with Gradebook(db_url, COURSE_ID) as gb:
+        assert indexes.missing(gb.engine) == list(indexes.INDEXED)
+        assert indexes.ensure(gb) == list(indexes.INDEXED)
+        score = gb.find_submission(LESSON, "alice").score
+    assert _every_row(db_url) == before and _read(db_url) == standing_before
+    with Gradebook(db_url, COURSE_ID) as gb:
+        assert indexes.missing(gb.engine) == [] and indexes.ensure(gb) == []
+        assert gb.find_submission(LESSON, "alice").score == score > 0
+    import sqlite3
+
+    with sqlite3.connect(db_url[len("sqlite:///"):]) as db:
+        plans = {table: " ".join(str(step) for step in db.execute(
+            f"EXPLAIN QUERY PLAN SELECT * FROM {table} WHERE {column} = 'x'"))
+            for table, column in indexes.INDEXED}
+    for table, column in indexes.INDEXED:        # the lookups use them, rather than scan the table
+        assert indexes.index_name(table, column) in plans[table], plans[table]
+
+
+def test_a_submission_is_stored_in_one_transaction(hand_graded):
+    """Within books.one_transaction, nbgrader's per-cell commits only flush (later reads see the
+    new score, as after a commit); the block commits once at its end, and a failure inside it
+    leaves the gradebook as it was."""
+    from nbgrader.api import Gradebook
+
+    db_url, _ = hand_graded
+    before = _read(db_url)
+    with Gradebook(db_url, COURSE_ID) as gb:
+        with pytest.raises(RuntimeError):
+            with books.one_transaction(gb):
+                _by_hand_in(gb, 1.0)
+                assert gb.find_grade("self_weight_answer", LESSON, LESSON, "alice").score == 1.0
+                raise RuntimeError("the store failed half-way")
+    assert _read(db_url) == before
+    with Gradebook(db_url, COURSE_ID) as gb:
+        with books.one_transaction(gb):
+            _by_hand_in(gb, 1.0)
+    assert _read(db_url).grades[LESSON]["self_weight_answer"][1] == 1.0
+
+
+def _by_hand_in(gb, points):
+    grade = gb.find_grade("self_weight_answer", LESSON, LESSON, "alice")
+    grade.manual_score = points
+    gb.db.commit()

@@ -54,6 +54,7 @@ from ..run.plan import check_students, open_course, plan, select_lessons
 from ..run.pool import LocalPool, run_with_second_attempt
 from ..store import gradebook as books
 from ..store import roster as rosters
+from ..store import indexes as gradebook_indexes
 from ..store.grades_table import print_summary
 from ..store.lessons import Templates
 from .progress import progress
@@ -208,6 +209,8 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
     before = publish_history.scores_before(course)     # for the change log
     # Nothing was refused: copy the gradebook before the run changes it (a run refused above makes none).
     backup = GradebookBackup(config=course.config).make(course.db_url)
+    with Gradebook(course.db_url, course.course_id) as gb:
+        gradebook_indexes.ensure(gb)           # an older gradebook gets them once (store.indexes)
     if added and not imported:              # no roster imported: whoever submitted is in the class
         rosters.enroll(course.root, course.db_url, course.course_id, added)
     chosen = [u for u in units if u.lesson in lessons and (not students or u.student in students)]
@@ -239,17 +242,18 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
 
 
 def _grade(run, course, found, pools, log):
-    """Run the planned jobs; store what each brings back as it comes."""
-    planned = {entry.job.key: entry for entry in found.jobs}
-    jobs, unrecorded = [entry.job for entry in found.jobs], found.unrecorded
+    """Run the planned jobs, made one at a time as workers free up (``Plan.jobs``); store what
+    each brings back as it comes, on one connection to the gradebook for the whole run."""
+    from nbgrader.api import Gradebook
+
     run.skipped = found.skipped
     if run.skipped:
         log(f"{run.skipped} submission(s) already graded and unchanged: skipped (--force regrades them)")
-    pool = pools.get() if jobs else None
+    pool = pools.get() if found.todo else None
     where = f" on the Dask cluster at {pools.args[2]}" if isinstance(pool, DaskPool) else ""
-    log(f"grading {len(jobs)} submission(s) of {len(run.lessons)} lesson(s) with "
+    log(f"grading {len(found.todo)} submission(s) of {len(run.lessons)} lesson(s) with "
         f"{pool.workers if pool else pools.args[0]} worker(s){where}")
-    first_failures = {}
+    first_failures, graded = {}, set()
 
     def keep(job, outcome, attempt):
         """Save a job's outcome in the course; None, or why it could not be kept."""
@@ -257,38 +261,44 @@ def _grade(run, course, found, pools, log):
         if not outcome.ok:
             if outcome.log:
                 _save_log(course.root, job.key, outcome.log, attempt)
-            books.record_failure(course.root, outcome.result, planned[job.key].attempt,
+            entry = found.waiting.get(job.key)
+            books.record_failure(course.root, outcome.result, entry.attempt if entry else None,
                                  job.files.get(f"{job.lesson}.ipynb"))
             first_failures.setdefault(job.key, outcome.message or "autograde failed")
+            if attempt == 2 or not outcome.retry:
+                found.stored(job.key)
             return outcome.message or "autograde failed"
         if attempt == 2 and job.key in first_failures:
             outcome.result.first_failure = first_failures[job.key]
         try:
             with deferred_interrupt():          # Ctrl-C waits for the save to end
-                entry = planned[job.key]
+                entry = found.waiting[job.key]
                 now = books.save(course.root, course.db_url, course.course_id, outcome, course.config,
-                                 entry.prior, entry.answered)
+                                 entry.prior, entry.answered, gb=gb)
                 run.graded.append(job.key)
+                graded.add(job.key)
+                found.stored(job.key)
                 publish_history.keep_graded(run, course, job, outcome, entry.attempt, now)
                 _note_manual(run, job.key, outcome.result)
             return None
         except KeyboardInterrupt:
             raise
         except Exception as exc:
+            gb.db.rollback()
             return f"could not save the grades: {type(exc).__name__}: {exc}"
 
     turned_down = {}
-    if jobs:
-        with progress(len(jobs), "autograde") as bar:
+    if found.todo:
+        with Gradebook(course.db_url, course.course_id) as gb, progress(len(found.todo), "autograde") as bar:
             try:
-                turned_down, run.second_attempts = run_with_second_attempt(pool, run_job, jobs, bar, keep)
+                turned_down, run.second_attempts = run_with_second_attempt(pool, run_job, found.jobs(gb), bar, keep)
             except (ClusterLost, KeyboardInterrupt) as exc:
-                run.not_graded = [job.key for job in jobs if job.key not in run.graded]
+                run.not_graded = [key for key in found.keys if key not in graded]
                 if isinstance(exc, ClusterLost):
                     run.cluster_lost = str(exc)
                 else:
                     raise
-    why = {**{key: (message, message) for key, message in unrecorded.items()},
+    why = {**{key: (message, message) for key, message in found.unrecorded.items()},
            **{key: (message, f"autograde failed: {message}") for key, message in turned_down.items()}}
     for (student, lesson), (message, said) in why.items():
         run.failed[student, lesson] = message

@@ -34,6 +34,7 @@ from traitlets.config import Configurable
 from ..errors import ClusterError
 from .feedback_jobs import FeedbackJob, FeedbackOutcome
 from .jobs import JobOutcome
+from .pool import Feed
 from ..paths import INSTRUCTOR_DIR
 from .wire import WireError, decode
 
@@ -246,7 +247,7 @@ class DaskPool:
         a job holds a submission and a gradebook, and a class may have tens of thousands."""
         from distributed import as_completed
 
-        waiting, futures = list(reversed(jobs)), {}
+        waiting, futures = Feed(jobs), {}
         finished = as_completed(loop=self.client.loop)
 
         def top_up():

@@ -3,7 +3,9 @@
 graded already from the same files and lesson (content hashes, never file times) is recorded as
 an attempt (``hidden.attempts``: which hidden cases it gets) and becomes one self-contained
 ``jobs.GradingJob``, beside what the store will need of it once graded: its standing before and
-the digests of its written answers then (``Planned``).
+the digests of its written answers then (``Planned``). Jobs are made as the pool asks for them
+(``Plan.jobs``, a generator): only the jobs on workers hold a submission's files, whatever the
+size of the class.
 """
 import difflib
 import hashlib
@@ -78,8 +80,7 @@ def open_course(root, db_url, unsandboxed, log):
 
 @dataclass
 class Planned:
-    """A job, and what the store needs of its submission once it is graded."""
-    job: GradingJob
+    """What the store needs of a submission whose job is out, once it is graded."""
     prior: object = None           # store.standing.Standing in the course gradebook before, or None
     answered: dict = field(default_factory=dict)    # {grade_id: digest} of written answers graded before
     attempt: object = None         # hidden.attempts.Attempt: its number in the ledger (store.history keeps it)
@@ -87,9 +88,48 @@ class Planned:
 
 @dataclass
 class Plan:
-    jobs: list = field(default_factory=list)         # Planned, in the order found
+    """What a run will grade. ``todo`` names the submissions (no file is held); ``jobs(gb)``
+    makes their jobs one at a time, as the pool asks for them, so a class of any size is graded
+    with only the jobs on workers in memory; ``waiting`` holds what the store needs of each
+    job out (``Planned``) until ``stored`` forgets it."""
+    course: object
+    todo: list = field(default_factory=list)         # (intake.Unit, content hash), in the order found
     skipped: int = 0                                 # graded already from the same files
     unrecorded: dict = field(default_factory=dict)   # (student, lesson): why its attempt could not be recorded
+    waiting: dict = field(default_factory=dict)      # (student, lesson): Planned, of the jobs out
+    lessons: dict = field(default_factory=dict)      # {lesson: (source bytes, its sha256, its other files)}
+
+    @property
+    def keys(self):
+        return [(u.student, u.lesson) for u, _ in self.todo]
+
+    def jobs(self, gb):
+        """The ``GradingJob`` of each submission of ``todo``, made when asked for: its attempt
+        recorded (``hidden.attempts``: which hidden cases it gets), its files read, its standing
+        in the open gradebook ``gb`` and its answers' digests kept in ``waiting``."""
+        import nbformat
+
+        course, ledger = self.course, AttemptLedger(self.course.root)
+        cells = {l: lesson_store.LessonCells.read(gb, l) for l in self.lessons}
+        for u, digest in self.todo:
+            try:            # which attempt it is decides its hidden cases (hidden.attempts)
+                attempt = ledger.record(u.student, u.lesson, handed_in_digest(u.notebook.parent))
+            except (LedgerError, OSError) as exc:
+                self.unrecorded[u.student, u.lesson] = str(exc)
+                continue
+            files = submission_files(u.notebook.parent, course.intake)
+            source, lesson_hash, extra = self.lessons[u.lesson]
+            graded_before = course.autograded(u.student, u.lesson) / f"{u.lesson}.ipynb"
+            answered = (standings.answer_digests(nbformat.read(graded_before, as_version=4))
+                        if graded_before.is_file() else {})
+            self.waiting[u.student, u.lesson] = Planned(standings.read(gb, u.lesson, u.student), answered, attempt)
+            yield GradingJob(u.student, u.lesson, files, cells[u.lesson], course.config, content_hash(files),
+                             lesson_hash, lesson_source=source, lesson_files=extra,
+                             case_key=attempt.key(u.student, u.lesson))
+
+    def stored(self, key):
+        """Forget what the store needed of a submission (graded, or failed for good)."""
+        self.waiting.pop(key, None)
 
 
 def lesson_files(course, lesson):
@@ -105,9 +145,10 @@ def lesson_files(course, lesson):
 
 
 def plan(course, lessons, chosen, force, scratch, log):
-    """The jobs for the submissions ``chosen`` (``intake.Unit``) of ``lessons`` (see the module
-    docstring); ``scratch``: a folder for the lessons nbgrader adds to the gradebook."""
-    import nbformat
+    """The ``Plan`` for the submissions ``chosen`` (``intake.Unit``) of ``lessons`` (see the module
+    docstring); ``scratch``: a folder for the lessons nbgrader adds to the gradebook. Each
+    submission's files are read once here for their content hash and let go: its job reads
+    them again when it is made (``Plan.jobs``)."""
     from nbgrader.api import Gradebook
 
     lesson_store.ensure_assignments(course.root, course.config, course.db_url, lessons, scratch, log)
@@ -117,28 +158,16 @@ def plan(course, lessons, chosen, force, scratch, log):
             f"{lesson}: {', '.join(cells)}" for lesson, cells in stale.items())
             + ". Nothing was graded. Store source/ again with `nbgrader generate_assignment <lesson> "
             "--force` (or `make release`), then grade.")
-    sources = {l: (course.root / "source" / l / f"{l}.ipynb").read_bytes() for l in lessons}
-    lesson_hash = {l: hashlib.sha256(source).hexdigest() for l, source in sources.items()}
-    found, ledger = Plan(), AttemptLedger(course.root)
+    found = Plan(course)
+    for l in lessons:
+        source = (course.root / "source" / l / f"{l}.ipynb").read_bytes()
+        found.lessons[l] = source, hashlib.sha256(source).hexdigest(), lesson_files(course, l)
     with Gradebook(course.db_url, course.course_id) as gb:
-        cells = {l: lesson_store.LessonCells.read(gb, l) for l in lessons}
-        extra = {l: lesson_files(course, l) for l in lessons}
         for u in chosen:
-            files = submission_files(u.notebook.parent, course.intake)
-            digest = content_hash(files)
-            if not force and books.already_graded(course.root, gb, u.student, u.lesson, digest, lesson_hash[u.lesson]):
+            digest = content_hash(submission_files(u.notebook.parent, course.intake))
+            if not force and books.already_graded(course.root, gb, u.student, u.lesson, digest,
+                                                  found.lessons[u.lesson][1]):
                 found.skipped += 1
                 continue
-            try:            # which attempt it is decides its hidden cases (hidden.attempts)
-                attempt = ledger.record(u.student, u.lesson, handed_in_digest(u.notebook.parent))
-            except (LedgerError, OSError) as exc:
-                found.unrecorded[u.student, u.lesson] = str(exc)
-                continue
-            graded_before = course.autograded(u.student, u.lesson) / f"{u.lesson}.ipynb"
-            answered = (standings.answer_digests(nbformat.read(graded_before, as_version=4))
-                        if graded_before.is_file() else {})
-            job = GradingJob(u.student, u.lesson, files, cells[u.lesson], course.config, digest, lesson_hash[u.lesson],
-                             lesson_source=sources[u.lesson], lesson_files=extra[u.lesson],
-                             case_key=attempt.key(u.student, u.lesson))
-            found.jobs.append(Planned(job, standings.read(gb, u.lesson, u.student), answered, attempt))
+            found.todo.append((u, digest))
     return found

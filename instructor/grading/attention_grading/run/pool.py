@@ -69,6 +69,32 @@ def _worker_main(conn, answer=None):
         answer(function(job))
 
 
+class Feed:
+    """The jobs of a run, taken one at a time as workers free up: ``jobs`` may be a generator
+    (``run.plan``'s), so only the jobs on workers (and the one planned ahead) are in memory,
+    whatever the size of the class."""
+
+    def __init__(self, jobs):
+        self._jobs, self._next = iter(jobs), None
+        self._advance()
+
+    def _advance(self):
+        self._next = next(self._jobs, _END)
+
+    def __bool__(self):
+        return self._next is not _END
+
+    def pop(self):
+        """The next job (planned ahead by one, so that a freed worker never waits for the plan)."""
+        job = self._next
+        if job is not _END:
+            self._advance()
+        return job
+
+
+_END = object()     # a Feed's end
+
+
 class _Worker:
     START_SECONDS = 300      # a worker's start (the forkserver's first one imports nbgrader) is not a job's time
 
@@ -120,7 +146,7 @@ class LocalPool:
     def run(self, function, jobs, progress):
         """Yield ``(job, outcome)`` for every job, as they finish. A freed worker gets its next job
         before the outcome is handed over, so it never waits while the caller saves a result."""
-        waiting, busy = list(reversed(jobs)), self._busy
+        waiting, busy = Feed(jobs), self._busy
 
         def top_up():
             while waiting and len(busy) < self.workers:
@@ -175,10 +201,10 @@ def run_with_second_attempt(pool, function, jobs, progress, keep):
     try is pointless (it used up its time). Returns ({job: why} turned down for good,
     {job: why the first attempt failed} of the jobs kept on their second attempt).
     """
-    first, final = {}, {}
+    first, final, again = {}, {}, []       # ``jobs`` may be a generator: the failed ones are kept
     for attempt in (1, 2):
         if attempt == 2:
-            jobs = [job for job in jobs if job.key in first]
+            jobs = again
             if not jobs:
                 break
             progress.total += len(jobs)
@@ -189,6 +215,7 @@ def run_with_second_attempt(pool, function, jobs, progress, keep):
                 continue
             if attempt == 1 and getattr(outcome, "retry", True):
                 first[job.key] = why
+                again.append(job)
             else:
                 final[job.key] = why
     return final, {key: why for key, why in first.items() if key not in final}

@@ -8,6 +8,7 @@ hand back the autograded notebook and its verdicts, which ``save`` records with 
 ``lessons``'.
 """
 import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -18,15 +19,19 @@ from . import grades, history, standing
 
 
 
-def save(root, db_url, course_id, outcome, config, prior=None, answered=None):
+def save(root, db_url, course_id, outcome, config, prior=None, answered=None, gb=None):
     """Store a graded submission: ``autograded/<student>/<lesson>/`` (the job's files), its grades
     in the gradebook (``grades.apply``, the one place scores, kept manual grades and the late
     penalty are written), its result with the checks read back from them (``grading-result.json``).
     ``prior``: the submission's ``standing.Standing`` before this grading; ``answered``: the
-    digests of its written answers then. Returns its standing now."""
+    digests of its written answers then; ``gb``: the course gradebook already open (one
+    connection for a whole run, rather than one per submission). Returns its standing now."""
     import nbformat
     from nbgrader.api import Gradebook
 
+    if gb is None:
+        with Gradebook(db_url, course_id) as gb:
+            return save(root, db_url, course_id, outcome, config, prior, answered, gb)
     result = outcome.result
     folder = Path(root) / "autograded" / result.student / result.lesson
     if folder.exists():
@@ -39,16 +44,39 @@ def save(root, db_url, course_id, outcome, config, prior=None, answered=None):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
     nb = nbformat.read(folder / f"{result.lesson}.ipynb", as_version=4)
-    with Gradebook(db_url, course_id) as gb:
+    with one_transaction(gb):
         gb.update_or_create_student(result.student)
         kwargs = {"timestamp": result.timestamp} if result.timestamp else {}
         gb.update_or_create_submission(result.lesson, result.student, **kwargs)
-        result.kept_manual, result.changed_manual = grades.apply(gb, nb, result.student, result.lesson, result.notes,
-                                                                 config, prior, answered)
+        result.kept_manual, result.changed_manual = grades.apply(gb, nb, result.student, result.lesson,
+                                                                 result.notes, config, prior, answered)
         grades.fill_result(gb, nb, result)
         now = standing.read(gb, result.lesson, result.student)
     (folder / RESULT_FILE).write_text(result.to_json())
     return now
+
+
+@contextmanager
+def one_transaction(gb):
+    """Store one submission in one transaction of the open gradebook ``gb``: nbgrader's steps
+    commit after every cell (``SaveAutoGrades``), each commit a write to disk of its own (17 a
+    submission, most of the store's time on a large class); within this block a commit only
+    sends the changes (a flush) and forgets what was loaded, as a commit does, and the whole
+    submission is committed once at the end, or not at all if anything fails."""
+    session = gb.db
+
+    def flush():
+        session.flush()
+        session.expire_all()       # read again, as after a commit: nbgrader's scores are SQL expressions
+    session.commit = flush
+    try:
+        yield
+    except BaseException:
+        del session.commit
+        session.rollback()
+        raise
+    del session.commit
+    session.commit()
 
 
 def record_failure(root, result, attempt=None, notebook=None):
@@ -121,27 +149,33 @@ class FinalScore:
 
 
 def final_scores(gb, lessons, students, config=None):
-    """{(student, lesson): FinalScore} of every submission in the gradebook. With the course's
-    ``config``, each late penalty is the one ``grades.late_penalty`` would set now
+    """{(student, lesson): FinalScore} of every submission in the gradebook, in one query (nbgrader's
+    own ``score``, ``late_submission_penalty``, ``max_score`` and ``needs_manual_grade`` column
+    properties, each an indexed subquery), rather than one lookup per learner and lesson. With the
+    course's ``config``, each late penalty is the one ``grades.late_penalty`` would set now
     (``grades.penalty_now``: an extension or a manual grade since the last run counts), else the
     one the gradebook holds."""
-    from nbgrader.api import MissingEntry
+    from nbgrader.api import Assignment, Student, SubmittedAssignment
 
-    scores = {}
+    wanted, lessons = set(students), list(lessons)
     step = grades.penalty_step(gb, config) if config is not None else None
-    for lesson in lessons:
-        for student in students:
-            try:
-                submission = gb.find_submission(lesson, student)
-            except MissingEntry:
-                continue
-            penalty = (grades.penalty_now(gb, config, submission, step) if config is not None
-                       else submission.late_submission_penalty or 0.0)
-            scores[student, lesson] = FinalScore(
-                submission.score, penalty, submission.max_score,
-                bool(submission.needs_manual_grade),
-                submission.timestamp.isoformat(sep=" ") if submission.timestamp else None)
-    return scores
+    query = (gb.db.query(SubmittedAssignment, Student.id, Assignment.name, SubmittedAssignment.score,
+                         SubmittedAssignment.late_submission_penalty, SubmittedAssignment.max_score,
+                         SubmittedAssignment.needs_manual_grade)
+             .join(Student, Student.id == SubmittedAssignment.student_id)
+             .join(Assignment, Assignment.id == SubmittedAssignment.assignment_id)
+             .filter(Assignment.name.in_(lessons)))
+    found = {}
+    for submission, student, lesson, raw, penalty, top, manual in query:
+        if student not in wanted:
+            continue
+        if step is not None:
+            penalty = grades.penalty_now(gb, config, submission, step)
+        timestamp = submission.timestamp
+        found[student, lesson] = FinalScore(raw, penalty or 0.0, top, bool(manual),
+                                            timestamp.isoformat(sep=" ") if timestamp else None)
+    return {(student, lesson): found[student, lesson]          # in the order asked for, as before
+            for lesson in lessons for student in students if (student, lesson) in found}
 
 
 def lesson_maxima(gb, lessons):

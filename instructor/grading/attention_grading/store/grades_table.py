@@ -94,10 +94,11 @@ def _percent(score, top):
 def learner_rows(rows, lessons):
     """The rows of grades-by-learner.csv, made from grades.csv's ``rows``, with the ``lessons``
     that go to the learning-management system (totals over those lessons only)."""
-    by = {(r["student"], r["lesson"]): r for r in rows}
+    by, firsts = {(r["student"], r["lesson"]): r for r in rows}, {}
+    for r in rows:
+        firsts.setdefault(r["student"], r)
     out = []
-    for student in dict.fromkeys(r["student"] for r in rows):
-        first = next(r for r in rows if r["student"] == student)
+    for student, first in firsts.items():
         line, notes = {"student": student, **{k: first[k] for k in NAMES}}, []
         total = top_total = 0.0
         for lesson in lessons:
