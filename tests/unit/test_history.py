@@ -83,3 +83,16 @@ def test_a_roster_taken_from_the_submissions_takes_new_accounts_until_the_instru
     taken = roster.from_submissions(tmp_path)
     assert roster.instructors(on_roster, taken)
     assert roster.kept_apart(Config(), on_roster, {"alice", "root"}, taken) == {"root"}
+
+
+def test_a_runs_roster_decision_names_whom_it_keeps_apart_and_whom_it_adds(tmp_path):
+    """``roster.decide``: with an imported roster, an unknown account is kept apart and named; with
+    none, everyone who submitted is the class and the run says it takes the roster from them."""
+    decision = roster.decide(Config(), tmp_path, {"alice"}, {"alice", "root"})
+    assert decision.apart == {"root"} and decision.roster == ["alice"] and decision.imported
+    (line,) = decision.warnings([("root", "01")])
+    assert line.startswith("[not on the roster] root: 01 kept apart: no grade")
+    decision = roster.decide(Config(), tmp_path, set(), {"alice", "root"})
+    assert decision.apart == set() and decision.added == ["alice", "root"] and not decision.imported
+    assert decision.warnings([]) == ["[warning] no roster imported (import one with `nbgrader db student import`): "
+                                     "the roster is taken from the submissions; put on it: alice, root"]

@@ -187,32 +187,22 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
         enrolled = rosters.enrolled(gb)
     # Accounts that handed in a lesson (a notebook to grade, or one that cannot be): the roster's business.
     submitted = {u.student for u in units} | {p.student for p in problems if p.student and p.lesson and p.fatal}
-    taken = rosters.from_submissions(course.root)
-    apart = rosters.kept_apart(course.config, enrolled, submitted, taken)
+    decision = rosters.decide(course.config, course.root, enrolled, submitted)
+    apart, roster = decision.apart, decision.roster
     off_roster = sorted({(u.student, u.lesson) for u in units if u.student in apart}
                         | {(p.student, p.lesson) for p in problems if p.student in apart})
     units = [u for u in units if u.student not in apart]
     problems = [p for p in problems if p.student not in apart]
-    for student in sorted(apart):
-        log(f"[not on the roster] {student}: {', '.join(l or '(no lesson)' for s, l in off_roster if s == student)}"
-            f" kept apart: no grade, in no output (the roster is the gradebook's students: add them with "
-            f"`nbgrader db student add {student}`, or c.Roster.off_roster = 'add')")
-    added = sorted(rosters.added(course.config, enrolled, submitted) - apart)
-    imported = rosters.instructors(enrolled, taken)
-    if added and not imported:
-        log(f"[warning] no roster imported (import one with `nbgrader db student import`): the roster is taken "
-            f"from the submissions; put on it: {', '.join(added)}")
-    for student in added if imported else []:
-        log(f"[warning] {student} is not on the roster: added to the class as their submission is graded")
-    roster = sorted((submitted - apart) | enrolled)
+    for line in decision.warnings(off_roster):
+        log(line)
     check_students(students, roster)
     before = publish_history.scores_before(course)     # for the change log
     # Nothing was refused: copy the gradebook before the run changes it (a run refused above makes none).
     backup = GradebookBackup(config=course.config).make(course.db_url)
     with Gradebook(course.db_url, course.course_id) as gb:
         gradebook_indexes.ensure(gb)           # an older gradebook gets them once (store.indexes)
-    if added and not imported:              # no roster imported: whoever submitted is in the class
-        rosters.enroll(course.root, course.db_url, course.course_id, added)
+    if decision.added and not decision.imported:    # no roster imported: whoever submitted is in the class
+        rosters.enroll(course.root, course.db_url, course.course_id, decision.added)
     chosen = [u for u in units if u.lesson in lessons and (not students or u.student in students)]
     for problem in problems:
         if (problem.lesson in lessons or not problem.lesson) and (not students or problem.student in students):

@@ -10,6 +10,7 @@ others, joins with a warning); once the gradebook holds a student the grader did
 instructor imported or added one), the roster is the instructor's and decides."""
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from traitlets import Enum
@@ -81,3 +82,34 @@ def enroll(root, db_url, course_id, students):
     scratch.write_text(json.dumps({"format": 1, "students": sorted(from_submissions(root) | set(students))},
                                   indent=1) + "\n")
     os.replace(scratch, path)
+
+
+@dataclass
+class Decision:
+    """Who a run grades: ``apart`` (kept apart, graded nowhere), ``added`` (put on the roster by
+    this run), whether the roster is the instructor's (``imported``), and the class (``roster``)."""
+    apart: set
+    added: list
+    imported: bool
+    roster: list
+
+    def warnings(self, off_roster):
+        """What the run says about the roster (``off_roster``: the (student, lesson) kept apart)."""
+        lines = [f"[not on the roster] {student}: {', '.join(l or '(no lesson)' for s, l in off_roster if s == student)}"
+                 f" kept apart: no grade, in no output (the roster is the gradebook's students: add them with "
+                 f"`nbgrader db student add {student}`, or c.Roster.off_roster = 'add')" for student in sorted(self.apart)]
+        if self.added and not self.imported:
+            lines.append(f"[warning] no roster imported (import one with `nbgrader db student import`): the roster "
+                         f"is taken from the submissions; put on it: {', '.join(self.added)}")
+        lines += [f"[warning] {student} is not on the roster: added to the class as their submission is graded"
+                  for student in (self.added if self.imported else [])]
+        return lines
+
+
+def decide(config, root, on_roster, submitted):
+    """The ``Decision`` for the accounts ``submitted`` of the course at ``root``, whose gradebook
+    holds the students ``on_roster``."""
+    taken = from_submissions(root)
+    apart = kept_apart(config, on_roster, submitted, taken)
+    return Decision(apart, sorted(added(config, on_roster, submitted) - apart), instructors(on_roster, taken),
+                    sorted((set(submitted) - apart) | set(on_roster)))
