@@ -109,8 +109,17 @@ def rush(base, submissions, minutes, learners, workers):
             time.sleep(0.1)
         t0 = time.monotonic()
         gap = 60.0 * minutes / submissions
+        def answered():
+            """Time each page as it appears (also while submissions are still being made)."""
+            for item in list(pending):
+                if item[2].exists():
+                    done.append((item[0].name, time.monotonic() - item[3]))
+                    pending.remove(item)
+
         for n, person in enumerate(plan):
-            time.sleep(max(0.0, t0 + n * gap - time.monotonic()))
+            while time.monotonic() < t0 + n * gap:
+                answered()
+                time.sleep(min(0.2, max(0.0, t0 + n * gap - time.monotonic())))
             lesson = rng.choice(RUSH_LESSONS)
             before = submissions_of(person, lesson)
             started = time.monotonic()
@@ -118,10 +127,7 @@ def rush(base, submissions, minutes, learners, workers):
             pending.append((person, lesson, page_path(exchange, person, lesson, before), started))
             queue_lengths.append(status(course).get("queue", 0))
         while pending:
-            for item in list(pending):
-                if item[2].exists():
-                    done.append((item[0].name, time.monotonic() - item[3]))
-                    pending.remove(item)
+            answered()
             if service.poll() is not None:
                 raise SystemExit(f"the service stopped (status {service.returncode})")
             queue_lengths.append(status(course).get("queue", 0))
