@@ -10,18 +10,12 @@ each sequence) and the points. Not a timed test: run it idle and under load
 
 Usage: python benchmarks/key_block_memory.py [--draws 3] [--styles solution,key_blocks_only,...]
 """
-import argparse
-import csv
-import json
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests"), str(REPO / "instructor" / "grading")]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lesson08_styles import LESSON, graded_figures, options  # noqa: E402  (puts tests/ and the grader on sys.path)
 
-LESSON = "08_long_context"
 #: A style no catalogue entry has: one query row at a time, over blocks of keys (slow, lean).
 ONE_ROW_OVER_KEY_BLOCKS = '''
 def tiled_attention(Q, K, V, block_size=64, causal=False):
@@ -55,55 +49,26 @@ def answers():
                for name in ("row_at_a_time_ignores_block_size", "query_blocks_with_all_keys")}}
 
 
-def main():
-    import nbformat
-    from conftest import copy_course, nbgrader
-    from grading_helpers import run_grade
-    from lesson_grading import release_path, solution_path
-    from notebook_tools import grade_id, lean, solved, with_answer
+def logging_line(log):
+    """The line the scratch spec gets after ``LOGGED``: the judge's figures, one JSON line to ``log``."""
+    return (f"    open({str(log)!r}, 'a').write(__import__('json').dumps(dict(peak=result['peak'], own=own, "
+            "batch=batch, T_q=T_q, T_k=T_k, block_size=block_size)) + '\\n')\n")
 
+
+def main():
     known = answers()
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--draws", type=int, default=3)
-    parser.add_argument("--styles", default=",".join(known))
-    options = parser.parse_args()
-    folder = Path(tempfile.mkdtemp(prefix="attention-key-blocks-"))
-    log = folder / "figures.jsonl"
-    try:
-        root = copy_course(folder / "course", lessons=[LESSON])
-        spec = root / "instructor/lessons/08_long_context/spec.py"
-        text = spec.read_text()
-        assert LOGGED in text, "the key-block judge changed: update this benchmark"
-        spec.write_text(text.replace(LOGGED, LOGGED + (
-            f"    open({str(log)!r}, 'a').write(__import__('json').dumps(dict(peak=result['peak'], own=own, "
-            "batch=batch, T_q=T_q, T_k=T_k, block_size=block_size)) + '\\n')\n")))
-        nbgrader(root, "generate_assignment", LESSON, "--force")
-        answer = lean(solved(release_path(LESSON), solution_path(LESSON)))
-        print(f"{'style':<34} {'batch':>5} {'T_q':>3} {'T_k':>6} {'B':>3} {'peak MB':>8} {'beyond MB':>9} "
-              f"{'limit MB':>8} {'points':>6}")
-        for style in options.styles.split(","):
-            for draw in range(options.draws):
-                nb = nbformat.from_dict(answer if known[style] is None else
-                                        with_answer(answer, "tiled_attention", known[style]))
-                cell = next(c for c in nb.cells if grade_id(c) == "tiled_attention")
-                cell.source += f"\n# draw {draw}"
-                student = f"{style}-{draw}"
-                (root / "submitted" / student / LESSON).mkdir(parents=True)
-                nbformat.write(nb, root / "submitted" / student / LESSON / f"{LESSON}.ipynb")
-                before = len(log.read_text().splitlines()) if log.exists() else 0
-                run_grade(root, "--lesson", LESSON, "--student", student, "--workers", "1", "--force",
-                          "--no-feedback", "--no-report", timeout=900)
-                figures = [json.loads(line) for line in (log.read_text().splitlines() if log.exists() else [])[before:]]
-                with open(root / "grades.csv", newline="") as fh:
-                    points = next((r["score"] for r in csv.DictReader(fh) if r["student"] == student), "?")
-                for f in figures:
-                    print(f"{style:<34} {f['batch']:>5} {f['T_q']:>3} {f['T_k']:>6} {f['block_size']:>3} "
-                          f"{f['peak'] / 1e6:>8.2f} {f['own'] / 1e6:>9.2f} {4 * f['batch'] * f['T_k'] / 1e6:>8.2f} "
-                          f"{points:>6}", flush=True)
-                if not figures:
-                    print(f"{style:<34} (no key-block figure: the cases failed first) points {points}", flush=True)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    chosen = options(__doc__, known)
+    print(f"{'style':<34} {'batch':>5} {'T_q':>3} {'T_k':>6} {'B':>3} {'peak MB':>8} {'beyond MB':>9} "
+          f"{'limit MB':>8} {'points':>6}")
+    for style, figures, points in graded_figures("attention-key-blocks-", LOGGED, logging_line, known,
+                                                 chosen.styles.split(","), chosen.draws,
+                                                 "the key-block judge changed: update this benchmark"):
+        for f in figures:
+            print(f"{style:<34} {f['batch']:>5} {f['T_q']:>3} {f['T_k']:>6} {f['block_size']:>3} "
+                  f"{f['peak'] / 1e6:>8.2f} {f['own'] / 1e6:>9.2f} {4 * f['batch'] * f['T_k'] / 1e6:>8.2f} "
+                  f"{points:>6}", flush=True)
+        if not figures:
+            print(f"{style:<34} (no key-block figure: the cases failed first) points {points}", flush=True)
 
 
 if __name__ == "__main__":

@@ -12,18 +12,12 @@ the margin.
 
 Usage: python benchmarks/tiled_memory_growth.py [--draws 3] [--styles solution,key_blocks_only,...]
 """
-import argparse
-import csv
-import json
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests"), str(REPO / "instructor" / "grading")]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lesson08_styles import LESSON, graded_figures, options  # noqa: E402  (puts tests/ and the grader on sys.path)
 
-LESSON = "08_long_context"
 #: The line of ``judge_memory`` after which every length's figures are known.
 LOGGED = "    figures, warm_ups = found\n"
 
@@ -51,54 +45,25 @@ def _judged(row):
             f"{long * (long - short) / 2e6:>6.2f} {(long_causal - long_full) / 1e6:>6.2f} {long * long / 2e6:>6.2f}")
 
 
-def main():
-    import nbformat
-    from conftest import copy_course, nbgrader
-    from grading_helpers import run_grade
-    from lesson_grading import release_path, solution_path
-    from notebook_tools import grade_id, lean, solved, with_answer
-
-    known = answers()
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--draws", type=int, default=3)
-    parser.add_argument("--styles", default=",".join(known))
-    options = parser.parse_args()
-    folder = Path(tempfile.mkdtemp(prefix="attention-tiled-growth-"))
-    log = folder / "figures.jsonl"
-    try:
-        root = copy_course(folder / "course", lessons=[LESSON])
-        spec = root / "instructor/lessons/08_long_context/spec.py"
-        text = spec.read_text()
-        assert LOGGED in text, "judge_memory changed: update this benchmark"
-        spec.write_text(text.replace(LOGGED, LOGGED + (
-            f"    open({str(log)!r}, 'a').write(__import__('json').dumps("
+def logging_line(log):
+    """The line the scratch spec gets after ``LOGGED``: the judge's figures, one JSON line to ``log``."""
+    return (f"    open({str(log)!r}, 'a').write(__import__('json').dumps("
             "[figures[T, causal] for T in sorted(warm_ups) for causal in (False, True)] + "
-            "[[T, warm_ups[T]] for T in sorted(warm_ups)]) + '\\n')\n")))
-        nbgrader(root, "generate_assignment", LESSON, "--force")
-        answer = lean(solved(release_path(LESSON), solution_path(LESSON)))
-        print(f"{'style':<32} {'short':>5} {'warm':>5} {'full':>6} {'causal':>6} {'long':>5} {'warm':>5} {'full':>6} "
-              f"{'causal':>6} {'growth':>6} {'limit':>6} {'mask':>6} {'limit':>6} {'points':>6}   (MB)")
-        for style in options.styles.split(","):
-            for draw in range(options.draws):
-                nb = nbformat.from_dict(answer if known[style] is None else
-                                        with_answer(answer, "tiled_attention", known[style]))
-                cell = next(c for c in nb.cells if grade_id(c) == "tiled_attention")
-                cell.source += f"\n# draw {draw}"
-                student = f"{style}-{draw}"
-                (root / "submitted" / student / LESSON).mkdir(parents=True)
-                nbformat.write(nb, root / "submitted" / student / LESSON / f"{LESSON}.ipynb")
-                before = len(log.read_text().splitlines()) if log.exists() else 0
-                run_grade(root, "--lesson", LESSON, "--student", student, "--workers", "1", "--force",
-                          "--no-feedback", "--no-report", timeout=900)
-                figures = [json.loads(line) for line in (log.read_text().splitlines() if log.exists() else [])[before:]]
-                with open(root / "grades.csv", newline="") as fh:
-                    points = next((r["score"] for r in csv.DictReader(fh) if r["student"] == student), "?")
-                for row in figures:
-                    print(f"{style:<32} {_judged(row)} {points:>6}", flush=True)
-                if not figures:
-                    print(f"{style:<32} (no figures: the cases failed first) points {points}", flush=True)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+            "[[T, warm_ups[T]] for T in sorted(warm_ups)]) + '\\n')\n")
+
+
+def main():
+    known = answers()
+    chosen = options(__doc__, known)
+    print(f"{'style':<32} {'short':>5} {'warm':>5} {'full':>6} {'causal':>6} {'long':>5} {'warm':>5} {'full':>6} "
+          f"{'causal':>6} {'growth':>6} {'limit':>6} {'mask':>6} {'limit':>6} {'points':>6}   (MB)")
+    for style, figures, points in graded_figures("attention-tiled-growth-", LOGGED, logging_line, known,
+                                                 chosen.styles.split(","), chosen.draws,
+                                                 "judge_memory changed: update this benchmark"):
+        for row in figures:
+            print(f"{style:<32} {_judged(row)} {points:>6}", flush=True)
+        if not figures:
+            print(f"{style:<32} (no figures: the cases failed first) points {points}", flush=True)
 
 
 if __name__ == "__main__":
