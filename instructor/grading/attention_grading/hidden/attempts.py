@@ -22,12 +22,12 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from attention_course.regular_files import visit
 
+from ..paths import write_atomically
 from .cases import case_key
 
 HISTORY = "history"
@@ -135,16 +135,4 @@ class AttemptLedger:
 
     @staticmethod
     def _write(path, entries):
-        fd, temporary = tempfile.mkstemp(prefix=".attempts-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump({"format": FORMAT, "attempts": entries}, fh, indent=1)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(temporary, path)
-        except BaseException:
-            try:
-                os.unlink(temporary)
-            except FileNotFoundError:
-                pass
-            raise
+        write_atomically(path, json.dumps({"format": FORMAT, "attempts": entries}, indent=1), durable=True)

@@ -17,6 +17,8 @@ from pathlib import Path
 from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 from traitlets.config import Configurable
 
+from .. import paths
+
 
 class GradingService(Configurable):
     """``make serve-grading``'s settings (``c.GradingService.<name>``)."""
@@ -162,11 +164,8 @@ def outbound_page(config, kept, lesson):
 
 
 def write_atomically(path, text):
-    fd, temporary = tempfile.mkstemp(prefix=".page-", dir=Path(path).parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.chmod(temporary, 0o644)
-    os.replace(temporary, path)
+    """A page or a status file, whole or not at all, readable by the exchange's learners."""
+    paths.write_atomically(path, text, mode=0o644)
 
 
 def attempt_banner(decision, score=None, max_score=None, kept_score=None):

@@ -25,12 +25,11 @@ the same attempt (``--force``, a new lesson source) writes its folder again. Rea
 """
 import hashlib
 import json
-import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
 from ..hidden.attempts import HISTORY, LedgerError, _component
+from ..paths import write_atomically
 
 FORMAT = 1
 RECORD = "attempt.json"
@@ -52,14 +51,7 @@ def attempt_folder(root, student, lesson, number):
 
 def _write_atomic(path, data):
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomically(path, data)
 
 
 def _now():

@@ -9,12 +9,13 @@ submissions' (a learner who submits for the first time in week 5, or to the grad
 others, joins with a warning); once the gradebook holds a student the grader did not add (the
 instructor imported or added one), the roster is the instructor's and decides."""
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from traitlets import Enum
 from traitlets.config import Configurable
+
+from ..paths import write_atomically
 
 FROM_SUBMISSIONS = Path("history") / "roster-from-submissions.json"
 
@@ -78,10 +79,8 @@ def enroll(root, db_url, course_id, students):
             gb.update_or_create_student(student)
     path = Path(root) / FROM_SUBMISSIONS
     path.parent.mkdir(parents=True, exist_ok=True)
-    scratch = path.with_name(path.name + ".new")
-    scratch.write_text(json.dumps({"format": 1, "students": sorted(from_submissions(root) | set(students))},
-                                  indent=1) + "\n")
-    os.replace(scratch, path)
+    write_atomically(path, json.dumps({"format": 1, "students": sorted(from_submissions(root) | set(students))},
+                                      indent=1) + "\n")
 
 
 @dataclass

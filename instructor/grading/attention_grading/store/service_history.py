@@ -17,11 +17,10 @@ course's history: a shared history of attempts can take its place behind the sam
 import datetime
 import fcntl
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from ..hidden.attempts import HISTORY
+from ..paths import write_atomically
 
 JOURNAL = "service.json"
 FORMAT = 1
@@ -100,15 +99,5 @@ class ServiceHistory:
         with open(path.with_name(".service.lock"), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             entries = change(self.entries(student, lesson))
-            fd, temporary = tempfile.mkstemp(prefix=".service-", dir=path.parent)
-            try:
-                with os.fdopen(fd, "w") as fh:
-                    json.dump({"format": FORMAT, "arrivals": entries}, fh, indent=1)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(temporary, path)
-            except BaseException:
-                if os.path.exists(temporary):
-                    os.unlink(temporary)
-                raise
+            write_atomically(path, json.dumps({"format": FORMAT, "arrivals": entries}, indent=1), durable=True)
         return entries
