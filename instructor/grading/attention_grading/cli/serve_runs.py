@@ -42,7 +42,10 @@ class ClassFiles:
 
     def __init__(self, course, log):
         self.course, self.log = course, log
-        self.pending = None              # a RunRecord gathering the narrow runs' doings
+        # A RunRecord gathering the narrow runs' doings. At the start, one already: a service
+        # killed before it wrote them has them written at the first empty queue (the gradebook
+        # was copied as the service started).
+        self.pending = RunRecord(course.root, [], [])
         self.students = set()
 
     def before_grading(self):
