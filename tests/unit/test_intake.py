@@ -75,18 +75,24 @@ class _Reads:
     """The folders listed and the files opened under ``root`` while ``recording`` is set (Python's
     audit events ``os.listdir``, ``os.scandir`` and ``open``: what the process really read)."""
 
-    hooked = []
+    EVENTS = ("os.listdir", "os.scandir", "open")
+    hooked = []            # the one recorder the process's hook (it cannot be removed) reports to
 
     def __init__(self, root):
         self.root, self.seen, self.recording = str(root), [], False
         if not _Reads.hooked:
             import sys
 
-            sys.addaudithook(lambda event, args: [r._note(event, args) for r in _Reads.hooked])
+            sys.addaudithook(_Reads._dispatch)
         _Reads.hooked[:] = [self]
 
+    @staticmethod
+    def _dispatch(event, args):
+        if event in _Reads.EVENTS and _Reads.hooked[0].recording:
+            _Reads.hooked[0]._note(event, args)
+
     def _note(self, event, args):
-        if self.recording and event in ("os.listdir", "os.scandir", "open") and args and args[0] is not None:
+        if args and args[0] is not None:
             path = str(args[0]) if not isinstance(args[0], int) else ""
             if path.startswith(self.root):
                 self.seen.append(path[len(self.root):])
