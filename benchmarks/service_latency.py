@@ -25,7 +25,9 @@ import argparse
 import json
 import random
 import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -145,26 +147,34 @@ def rush(base, submissions, minutes, learners, workers, lessons):
                 raise SystemExit(f"the service stopped (status {service.returncode})")
             queue_lengths.append(status(course).get("queue", 0))
             time.sleep(0.2)
+        waits = [seconds for _, seconds, _ in done]
+        p50, p95, most = percentiles(waits)
+        theirs = [s for name, s, _ in done if name != flood.name]
+        mine = [s for name, s, _ in done if name == flood.name]
+        print(f"rush: {submissions} submissions over {minutes} min from {learners} learners ({len(mine)} from one "
+              f"flooding learner), lessons {', '.join(l.split('_')[0] for l in lessons)}, {workers} worker(s): "
+              f"all {len(done)} answered")
+        print(f"  submit -> feedback: p50 {p50:.1f} s, p95 {p95:.1f} s, max {most:.1f} s")
+        for lesson in lessons:
+            these = [s for _, s, l in done if l == lesson]
+            if these:
+                print(f"    {lesson:<26} {len(these):>4} submission(s): p50 {statistics.median(these):.1f} s, "
+                      f"max {max(these):.1f} s")
+        print(f"  the flooding learner: p50 {statistics.median(mine):.1f} s, max {max(mine):.1f} s; "
+              f"the others: p50 {statistics.median(theirs):.1f} s, max {max(theirs):.1f} s")
+        print(f"  queue length seen: max {max(queue_lengths)}, mean {statistics.mean(queue_lengths):.1f}")
+        table = (course / "grading-report" / "service-status.txt").read_text()
+        print("  the service's last table:\n    " + table.replace("\n", "\n    "))
     finally:
-        stop_service(service)
-    waits = [seconds for _, seconds, _ in done]
-    p50, p95, most = percentiles(waits)
-    theirs = [s for name, s, _ in done if name != flood.name]
-    mine = [s for name, s, _ in done if name == flood.name]
-    print(f"rush: {submissions} submissions over {minutes} min from {learners} learners ({len(mine)} from one "
-          f"flooding learner), lessons {', '.join(l.split('_')[0] for l in lessons)}, {workers} worker(s): "
-          f"all {len(done)} answered")
-    print(f"  submit -> feedback: p50 {p50:.1f} s, p95 {p95:.1f} s, max {most:.1f} s")
-    for lesson in lessons:
-        these = [s for _, s, l in done if l == lesson]
-        if these:
-            print(f"    {lesson:<26} {len(these):>4} submission(s): p50 {statistics.median(these):.1f} s, "
-                  f"max {max(these):.1f} s")
-    print(f"  the flooding learner: p50 {statistics.median(mine):.1f} s, max {max(mine):.1f} s; "
-          f"the others: p50 {statistics.median(theirs):.1f} s, max {max(theirs):.1f} s")
-    print(f"  queue length seen: max {max(queue_lengths)}, mean {statistics.mean(queue_lengths):.1f}")
-    table = (course / "grading-report" / "service-status.txt").read_text()
-    print("  the service's last table:\n    " + table.replace("\n", "\n    "))
+        stopping = time.monotonic()
+        try:
+            stop_service(service)      # SIGTERM, as a hub stops it: it must end within 120 s
+        except subprocess.TimeoutExpired:
+            print("the service did not stop within 120 s of SIGTERM; what it printed last:\n"
+                  + service.log_path.read_text()[-3000:], file=sys.stderr)
+            stop_service(service, signal.SIGKILL)
+            raise
+    print(f"  the service stopped {time.monotonic() - stopping:.1f} s after SIGTERM")
 
 
 def main():

@@ -30,7 +30,6 @@ with the course (the message says which).
 import argparse
 import datetime
 import os
-import signal
 import sys
 import threading
 
@@ -48,6 +47,7 @@ from ..store import best_attempt
 from ..store import roster as rosters
 from ..store.service_history import ServiceHistory, utc_now
 from .grade import _Pools, _run
+from . import serve_stop
 from .serve_runs import ClassFiles, KeptPools, LooksWhileGrading
 
 
@@ -94,6 +94,7 @@ class Service:
                  f"({self.watcher.how}); {self.width} learner(s) at once on {self.where}; Ctrl-C stops")
         try:
             while True:
+                serve_stop.check()                 # a stop whose KeyboardInterrupt Python dropped
                 with self.lock:
                     self.look()
                     batch = self.queue.take(self.width)
@@ -348,15 +349,6 @@ def serve(root=None, db_url=None, workers=None, inotify=None, unsandboxed=False,
         raise CourseBusy(f"the grading service cannot start: {exc}") from None
 
 
-def _stop_on_sigterm():
-    """SIGTERM (a hub stopping the service, ``kill``) stops as Ctrl-C does: after the save in
-    progress (``run.lock.deferred_interrupt`` holds Ctrl-C during a save)."""
-    # Started in the background by a shell, Python inherits SIGINT ignored: Ctrl-C and SIGTERM
-    # must stop the service wherever it was started.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=None, help="course folder (default: this course)")
@@ -381,7 +373,7 @@ def main(argv=None):
     environment_tools_on_path()
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
-    _stop_on_sigterm()
+    serve_stop.install()
     try:
         serve(args.root, args.db_url, args.workers, False if args.polling else None, args.unsandboxed,
               args.exit_when_idle, scheduler=args.scheduler, insecure_cluster=args.insecure_cluster)
