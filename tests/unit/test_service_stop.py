@@ -47,3 +47,28 @@ def test_no_stop_asked_the_check_lets_the_service_go_on():
                "serve_stop.install(); serve_stop.check(); print('on')")
     done = subprocess.run([sys.executable, "-c", program, str(GRADING)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "on", done.stderr
+
+
+def test_a_stop_held_during_a_save_is_remembered_when_the_save_ends():
+    """Ctrl-C during a save: the save ends, then the stop is raised and remembered."""
+    program = textwrap.dedent("""
+        import os, signal, sys
+        sys.path.insert(0, sys.argv[1])
+        from attention_grading.cli import serve_stop
+        from attention_grading.run.lock import deferred_interrupt
+
+        serve_stop.install()
+        saved = False
+        try:
+            with deferred_interrupt():
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(100000):
+                    pass
+                saved = True
+        except KeyboardInterrupt:
+            print("stopped after the save" if saved else "stopped mid-save")
+        print("remembered" if serve_stop.requested.is_set() else "forgotten")
+    """)
+    done = subprocess.run([sys.executable, "-c", program, str(GRADING)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["stopped", "after", "the", "save", "remembered"], done.stdout

@@ -208,8 +208,11 @@ class Service:
         """Put the better attempt ``kept`` back, and the class's grade files after it."""
         best_attempt.restore(self.course.root, self.course.db_url, self.course.course_id, kept)
         self.class_files.before_grading()
-        self.class_files.add(_run(self.course, [arrival.lesson], [arrival.student], False, True, False, self.sandboxed,
-                                  True, self.pools, self._quiet, narrow=True))
+        run = _run(self.course, [arrival.lesson], [arrival.student], False, True, False, self.sandboxed, True,
+                   self.pools, self._quiet, narrow=True)
+        self.class_files.add(run)
+        if run.interrupted:
+            raise KeyboardInterrupt
 
     def _kept(self, arrival):
         return self.course.root / "history" / arrival.student / arrival.lesson / "submissions" / arrival.inbound

@@ -52,4 +52,6 @@ def deferred_interrupt():
     finally:
         signal.signal(signal.SIGINT, previous)
     if caught:
+        if callable(previous):       # the handler it was deferred from (the service's remembers it)
+            previous(signal.SIGINT, None)
         raise KeyboardInterrupt
