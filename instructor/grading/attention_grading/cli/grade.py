@@ -48,7 +48,7 @@ from ..run.backups import GradebookBackup, check_gradebook
 from ..run.cluster import ClusterLost, DaskCluster, DaskPool, check_address
 from ..run.cluster_tls import ClusterTLS
 from ..run.intake import Problem, scan
-from ..run.jobs import run_job
+from ..run.feedback_jobs import FeedbackJob, run_either
 from ..run.lock import course_lock, deferred_interrupt
 from ..run.plan import check_students, open_course, plan, select_lessons
 from ..run.pool import LocalPool, run_with_second_attempt
@@ -56,10 +56,9 @@ from ..store import gradebook as books
 from ..store import roster as rosters
 from ..store import indexes as gradebook_indexes
 from ..store.grades_table import print_summary
-from ..store.lessons import Templates
 from .progress import progress
 from . import publish_history
-from .publish import publish, refresh, render_pages
+from .publish import PageJobs, PagesBeside, publish, refresh, render_pages
 
 
 class GradingRun(Configurable):
@@ -87,6 +86,7 @@ class RunRecord:
     feedback_written: int = 0                             # pages written now
     feedback_current: int = 0                             # pages already made from today's grades
     pages: set = field(default_factory=set)               # (student, lesson) whose page was written now
+    pages_beside: int = 0                                 # of them, begun before the last grading job
     feedback_cpu: float = 0.0                             # this process's CPU seconds on feedback pages
     second_attempts: dict = field(default_factory=dict)   # (student, lesson): why the first failed
     kept_manual: dict = field(default_factory=dict)       # (student, lesson): written answers kept
@@ -211,13 +211,17 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
                    only_students=list(students or []), feedback_only=feedback_only)
     run.failed = {(p.student, p.lesson): p.message for p in problems if p.fatal}
     run.backup, run.before, run.off_roster = backup, before, off_roster
-    scratch = Path(tempfile.mkdtemp(prefix="attention-grade-"))
+    scratch, page_jobs = Path(tempfile.mkdtemp(prefix="attention-grade-")), PageJobs(run, course)
     try:
         if not feedback_only:
-            _grade(run, course, plan(course, lessons, chosen, force, scratch, log), pools, log)
+            beside = PagesBeside(page_jobs, feedback)       # each page rendered once its submission is stored
+            try:
+                _grade(run, course, plan(course, lessons, chosen, force, scratch, log), pools, beside, log)
+            finally:
+                beside.count()
         stale = refresh(run, course, chosen, feedback, force and feedback_only)
         if stale and not run.cluster_lost:
-            render_pages(run, course, stale, Templates(course.db_url, course.course_id, scratch), pools)
+            render_pages(run, course, stale, page_jobs, pools)
     except KeyboardInterrupt:
         run.interrupted = True
         pools.close(at_once=True)
@@ -231,9 +235,10 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
     return run
 
 
-def _grade(run, course, found, pools, log):
+def _grade(run, course, found, pools, beside, log):
     """Run the planned jobs, made one at a time as workers free up (``Plan.jobs``); store what
-    each brings back as it comes, on one connection to the gradebook for the whole run."""
+    each brings back as it comes, on one connection to the gradebook for the whole run; each
+    stored submission's feedback page joins the jobs (``PagesBeside``)."""
     from nbgrader.api import Gradebook
 
     run.skipped = found.skipped
@@ -247,6 +252,8 @@ def _grade(run, course, found, pools, log):
 
     def keep(job, outcome, attempt):
         """Save a job's outcome in the course; None, or why it could not be kept."""
+        if isinstance(job, FeedbackJob):
+            return beside.rendered(job, outcome)
         run.job_seconds[job.key] = outcome.result.seconds
         if not outcome.ok:
             if outcome.log:
@@ -270,6 +277,7 @@ def _grade(run, course, found, pools, log):
                 found.stored(job.key)
                 publish_history.keep_graded(run, course, job, outcome, entry.attempt, now)
                 _note_manual(run, job.key, outcome.result)
+            beside.stored(gb, job.key, now)
             return None
         except KeyboardInterrupt:
             raise
@@ -280,8 +288,10 @@ def _grade(run, course, found, pools, log):
     turned_down = {}
     if found.todo:
         with Gradebook(course.db_url, course.course_id) as gb, progress(len(found.todo), "autograde") as bar:
+            beside.bar = bar
             try:
-                turned_down, run.second_attempts = run_with_second_attempt(pool, run_job, found.jobs(gb), bar, keep)
+                turned_down, run.second_attempts = run_with_second_attempt(pool, run_either, beside.feed(found.jobs(gb)),
+                                                                           bar, keep)
             except (ClusterLost, KeyboardInterrupt) as exc:
                 run.not_graded = [key for key in found.keys if key not in graded]
                 if isinstance(exc, ClusterLost):
