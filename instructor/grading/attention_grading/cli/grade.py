@@ -36,7 +36,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from traitlets import Float, Int
@@ -49,6 +49,7 @@ from ..run.cluster import ClusterLost, DaskCluster, DaskPool, check_address
 from ..run.cluster_tls import ClusterTLS
 from ..run.intake import Problem, scan
 from ..run.feedback_jobs import FeedbackJob, run_either
+from ..run.jobs import run_job
 from ..run.lock import course_lock, deferred_interrupt
 from ..run.plan import check_students, open_course, plan, select_lessons
 from ..run.pool import LocalPool, run_with_second_attempt
@@ -57,6 +58,7 @@ from ..store import roster as rosters
 from ..store import indexes as gradebook_indexes
 from ..store.grades_table import print_summary
 from .progress import progress
+from .run_record import RunRecord
 from . import publish_history
 from .publish import PageJobs, PagesBeside, publish, refresh, render_pages
 
@@ -68,52 +70,6 @@ class GradingRun(Configurable):
     job_timeout = Float(900.0, help="Seconds one submission may take in all in make grade (its grading "
                         "process is killed past that; the notebook's own limit is "
                         "GuardedExecute.notebook_timeout).").tag(config=True)
-
-
-@dataclass
-class RunRecord:
-    """What one ``make grade`` did (returned by ``grade``; the command line prints it)."""
-    root: Path
-    lessons: list
-    students: list
-    graded: list = field(default_factory=list)            # (student, lesson) graded now
-    skipped: int = 0
-    failed: dict = field(default_factory=dict)            # (student, lesson): why, class-wide
-    problems: list = field(default_factory=list)          # intake.Problem
-    rows: list = field(default_factory=list)              # grades.csv
-    lms_lessons: list = field(default_factory=list)       # the lessons of grades-by-learner.csv
-    feedback_failures: list = field(default_factory=list)  # (student, lesson, why)
-    feedback_written: int = 0                             # pages written now
-    feedback_current: int = 0                             # pages already made from today's grades
-    pages: set = field(default_factory=set)               # (student, lesson) whose page was written now
-    pages_beside: int = 0                                 # of them, begun before the last grading job
-    feedback_cpu: float = 0.0                             # this process's CPU seconds on feedback pages
-    second_attempts: dict = field(default_factory=dict)   # (student, lesson): why the first failed
-    kept_manual: dict = field(default_factory=dict)       # (student, lesson): written answers kept
-    changed_manual: dict = field(default_factory=dict)    # (student, lesson): answers to confirm
-    sandboxed: bool = True
-    seconds: float = 0.0
-    job_seconds: dict = field(default_factory=dict)       # (student, lesson): its last attempt's seconds
-    only_students: list = field(default_factory=list)     # --student filters (empty: everyone)
-    cluster_lost: str = ""                                # why a Dask cluster stopped the run
-    not_graded: list = field(default_factory=list)        # (student, lesson) left for the next run
-    interrupted: bool = False                             # Ctrl-C
-    backup: Path = None                                   # the copy of the gradebook made first
-    feedback_only: bool = False
-    attempts: dict = field(default_factory=dict)          # (student, lesson): attempt number graded now
-    before: dict = field(default_factory=dict)            # (student, lesson): final score before the run
-    refused: dict = field(default_factory=dict)           # (student, lesson): why; its last good grade stands
-    off_roster: list = field(default_factory=list)        # (student, lesson) kept apart: not on the roster
-    changes: list = field(default_factory=list)           # the change log's lines
-    change_log: Path = None                               # where they were saved
-
-    def selected(self, key):
-        student, lesson = key
-        return lesson in self.lessons and (not self.only_students or student in self.only_students)
-
-    @property
-    def failed_in_selection(self):
-        return {key: why for key, why in self.failed.items() if self.selected(key)}
 
 
 def _save_log(root, key, text, attempt=1):
@@ -142,6 +98,11 @@ class _Pools:
         self.tls_folder = ClusterTLS(config=config).path(course.root)
         self.args = workers, job_timeout or settings.job_timeout, scheduler, sandboxed, log
         self.pool = None
+
+    def warm(self):
+        """This machine's workers started now, beside the plan (``LocalPool.warm``)."""
+        if not self.args[2]:
+            self.get().warm()
 
     def get(self):
         if self.pool is None:
@@ -172,6 +133,8 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
     pools = _Pools(course, workers, job_timeout, scheduler, sandboxed, log, insecure_cluster)
     with course_lock(course.root, wait, log):
         check_gradebook(course.db_url, course.course_id, course.root, allow_new=new_gradebook)
+        if not feedback_only:
+            pools.warm()
         run = _run(course, lessons, students, force, feedback, report, sandboxed, feedback_only, pools, log)
     run.seconds = time.time() - t0
     print_summary(run, log)
@@ -290,8 +253,8 @@ def _grade(run, course, found, pools, beside, log):
         with Gradebook(course.db_url, course.course_id) as gb, progress(len(found.todo), "autograde") as bar:
             beside.bar = bar
             try:
-                turned_down, run.second_attempts = run_with_second_attempt(pool, run_either, beside.feed(found.jobs(gb)),
-                                                                           bar, keep)
+                turned_down, run.second_attempts = run_with_second_attempt(
+                    pool, partial(run_either, run_job), beside.feed(found.jobs(gb)), bar, keep)
             except (ClusterLost, KeyboardInterrupt) as exc:
                 run.not_graded = [key for key in found.keys if key not in graded]
                 if isinstance(exc, ClusterLost):

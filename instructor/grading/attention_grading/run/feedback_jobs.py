@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .jobs import _capture, failure_message, run_job
+from .jobs import _capture, failure_message
 
 #: A feedback job's course has no gradebook: anything that tried to open one would fail here.
 NO_GRADEBOOK = "sqlite:////nonexistent/a-feedback-job-has-no-gradebook.db"
@@ -156,6 +156,7 @@ def run_feedback(job):
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def run_either(job):
-    """A grading job's outcome or a feedback job's: one function for a pool that runs both."""
-    return run_feedback(job) if isinstance(job, FeedbackJob) else run_job(job)
+def run_either(grading, job):
+    """A feedback job's outcome, or ``grading(job)`` (``run.jobs.run_job``) for a grading job: one
+    function for a pool that runs both (as ``functools.partial(run_either, run_job)``)."""
+    return run_feedback(job) if isinstance(job, FeedbackJob) else grading(job)
