@@ -11,11 +11,15 @@ submission's secret); the script then fetches every page once, as the learner.
   p95 < 60 s);
 - `--rush`: a deadline rush, `--submissions` over `--minutes` from `--learners` learners (default
   40 over 2 minutes from 8; the issue's 200 over 10 minutes: `--submissions 200 --minutes 10
-  --learners 40`), one learner flooding a quarter of them; every submission must be answered; prints
-  p50/p95/max, the flood's and the others' waits, and the queue's length as the service reported it.
+  --learners 40`), one learner flooding a quarter of them, each submission of a lesson drawn from
+  `--lessons` (default: an even mix of 01-08; e.g. `--lessons 01,03,06` for the three light ones
+  of earlier measurements); every submission must be answered; prints p50/p95/max (also per
+  lesson), the flood's and the others' waits, and the queue's length as the service reported it.
+  Each learner fetches the lessons they will submit before the clock starts.
 
 Usage: .venv/bin/python benchmarks/service_latency.py [--lesson ID ...] [--rush] [--submissions N]
                                                      [--minutes M] [--learners L] [--workers W]
+                                                     [--lessons 01,02,...]
 """
 import argparse
 import json
@@ -34,7 +38,17 @@ from service_course import Learner, served_course, start_service, status, stop_s
 
 ONE_LEARNER_LESSONS = ["01_context_vectors", "02_queries_keys_values", "03_scaling", "04_causal_masking",
                        "05_gradients", "06_multi_head", "07_capstone", "08_long_context"]
-RUSH_LESSONS = ["01_context_vectors", "03_scaling", "06_multi_head"]
+
+
+def lessons_named(text):
+    """The lessons of ``--lessons`` (``01,03,06``: ids or their numbers), in course order."""
+    wanted = [part.strip() for part in text.split(",") if part.strip()]
+    chosen = [l for l in ONE_LEARNER_LESSONS if any(l == w or l.split("_")[0] == w for w in wanted)]
+    unknown = [w for w in wanted if not any(l == w or l.split("_")[0] == w for l in ONE_LEARNER_LESSONS)]
+    if unknown or not chosen:
+        raise SystemExit(f"--lessons: not lessons of the course: {', '.join(unknown) or text!r} "
+                         f"(lessons: {', '.join(ONE_LEARNER_LESSONS)})")
+    return chosen
 
 
 def page_path(exchange, learner, lesson, before):
@@ -93,15 +107,15 @@ def one_learner(base, lessons, workers):
     return latencies
 
 
-def rush(base, submissions, minutes, learners, workers):
-    course, exchange = served_course(base, RUSH_LESSONS, "c.GradingService.settle_seconds = 0.2\n")
+def rush(base, submissions, minutes, learners, workers, lessons):
+    course, exchange = served_course(base, lessons, "c.GradingService.settle_seconds = 0.2\n")
     people = [Learner(base, f"learner{n:02d}", exchange) for n in range(learners)]
-    for person in people:
-        for lesson in RUSH_LESSONS:
-            person.fetch(lesson)
     flood = people[0]
     rng = random.Random(42)
-    plan = [flood if n % 4 == 0 else rng.choice(people[1:]) for n in range(submissions)]
+    plan = [(flood if n % 4 == 0 else rng.choice(people[1:]), rng.choice(lessons), rng.choice(["correct", "correct", "blank"]))
+            for n in range(submissions)]
+    for person, lesson in sorted({(p, l) for p, l, _ in plan}, key=lambda pair: (pair[0].name, pair[1])):
+        person.fetch(lesson)        # before the clock: only what the rush will hand in
     service = start_service(course, "--workers", str(workers))
     pending, done, queue_lengths = [], [], []
     try:
@@ -113,17 +127,16 @@ def rush(base, submissions, minutes, learners, workers):
             """Time each page as it appears (also while submissions are still being made)."""
             for item in list(pending):
                 if item[2].exists():
-                    done.append((item[0].name, time.monotonic() - item[3]))
+                    done.append((item[0].name, time.monotonic() - item[3], item[1]))
                     pending.remove(item)
 
-        for n, person in enumerate(plan):
+        for n, (person, lesson, kind) in enumerate(plan):
             while time.monotonic() < t0 + n * gap:
                 answered()
                 time.sleep(min(0.2, max(0.0, t0 + n * gap - time.monotonic())))
-            lesson = rng.choice(RUSH_LESSONS)
             before = submissions_of(person, lesson)
             started = time.monotonic()
-            person.submit(lesson, rng.choice(["correct", "correct", "blank"]))
+            person.submit(lesson, kind)
             pending.append((person, lesson, page_path(exchange, person, lesson, before), started))
             queue_lengths.append(status(course).get("queue", 0))
         while pending:
@@ -134,13 +147,19 @@ def rush(base, submissions, minutes, learners, workers):
             time.sleep(0.2)
     finally:
         stop_service(service)
-    waits = [seconds for _, seconds in done]
+    waits = [seconds for _, seconds, _ in done]
     p50, p95, most = percentiles(waits)
-    theirs = [s for name, s in done if name != flood.name]
-    mine = [s for name, s in done if name == flood.name]
+    theirs = [s for name, s, _ in done if name != flood.name]
+    mine = [s for name, s, _ in done if name == flood.name]
     print(f"rush: {submissions} submissions over {minutes} min from {learners} learners ({len(mine)} from one "
-          f"flooding learner), {workers} worker(s): all {len(done)} answered")
+          f"flooding learner), lessons {', '.join(l.split('_')[0] for l in lessons)}, {workers} worker(s): "
+          f"all {len(done)} answered")
     print(f"  submit -> feedback: p50 {p50:.1f} s, p95 {p95:.1f} s, max {most:.1f} s")
+    for lesson in lessons:
+        these = [s for _, s, l in done if l == lesson]
+        if these:
+            print(f"    {lesson:<26} {len(these):>4} submission(s): p50 {statistics.median(these):.1f} s, "
+                  f"max {max(these):.1f} s")
     print(f"  the flooding learner: p50 {statistics.median(mine):.1f} s, max {max(mine):.1f} s; "
           f"the others: p50 {statistics.median(theirs):.1f} s, max {max(theirs):.1f} s")
     print(f"  queue length seen: max {max(queue_lengths)}, mean {statistics.mean(queue_lengths):.1f}")
@@ -156,11 +175,13 @@ def main():
     parser.add_argument("--minutes", type=float, default=2.0)
     parser.add_argument("--learners", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--lessons", type=lessons_named, default=list(ONE_LEARNER_LESSONS),
+                        help="the rush's lessons, comma-separated ids or numbers (default: 01-08, an even mix)")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="attention-service-bench-"))
     try:
         if args.rush:
-            rush(base, args.submissions, args.minutes, args.learners, args.workers)
+            rush(base, args.submissions, args.minutes, args.learners, args.workers, args.lessons)
         else:
             one_learner(base, args.lesson or ONE_LEARNER_LESSONS, args.workers)
     finally:

@@ -90,12 +90,13 @@ class Learner:
         return {p.parent.name: p.read_text() for p in folder.glob(f"*/{lesson}.html")} if folder.is_dir() else {}
 
 
-def start_service(course, *args):
-    """``python -m attention_grading.cli.serve`` on ``course``, in its own process group."""
+def start_service(course, *args, env=None):
+    """``python -m attention_grading.cli.serve`` on ``course``, in its own process group (``env``:
+    variables added to the course's environment)."""
     log = open(Path(course) / f"service-{time.monotonic_ns()}.out", "w")
     process = subprocess.Popen([sys.executable, "-m", "attention_grading.cli.serve", "--root", str(course), *args],
-                               cwd=course, env=course_env(course), stdout=log, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+                               cwd=course, env={**course_env(course), **(env or {})}, stdout=log,
+                               stderr=subprocess.STDOUT, start_new_session=True)
     process.log_path = Path(log.name)        # what it printed, shown when it stops too early
     return process
 

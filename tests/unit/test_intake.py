@@ -69,3 +69,56 @@ def test_files_beside_the_notebook_are_carried_within_the_limits(tmp_path):
     notes = {p.path.rsplit("/", 1)[-1]: p.message for p in problems}
     assert "larger than 1,000 bytes" in notes["huge.bin"] and not any(p.fatal for p in problems)
     assert content_hash(files) != content_hash(submission_files(folder))
+
+
+class _Reads:
+    """The folders listed and the files opened under ``root`` while ``recording`` is set (Python's
+    audit events ``os.listdir``, ``os.scandir`` and ``open``: what the process really read)."""
+
+    EVENTS = ("os.listdir", "os.scandir", "open")
+    hooked = []            # the one recorder the process's hook (it cannot be removed) reports to
+
+    def __init__(self, root):
+        self.root, self.seen, self.recording = str(root), [], False
+        if not _Reads.hooked:
+            import sys
+
+            sys.addaudithook(_Reads._dispatch)
+        _Reads.hooked[:] = [self]
+
+    @staticmethod
+    def _dispatch(event, args):
+        if event in _Reads.EVENTS and _Reads.hooked[0].recording:
+            _Reads.hooked[0]._note(event, args)
+
+    def _note(self, event, args):
+        if args and args[0] is not None:
+            path = str(args[0]) if not isinstance(args[0], int) else ""
+            if path.startswith(self.root):
+                self.seen.append(path[len(self.root):])
+
+    def __enter__(self):
+        self.seen, self.recording = [], True
+        return self
+
+    def __exit__(self, *exc):
+        self.recording = False
+
+
+def test_the_services_scan_reads_only_the_learners_own_folder(tmp_path):
+    """The grading service's scan (``only_theirs``) of one learner in a class of 300 lists and
+    opens nothing but that learner's folder of that lesson, never ``submitted/`` itself; the
+    whole-class scan (make grade's) reads every learner's, as the same counter shows."""
+    notebook = factories.writes(factories.lesson())
+    root = _course(tmp_path, {f"learner{n:03d}": notebook for n in range(300)})
+    reads = _Reads(root)
+    with reads:
+        units, problems = scan(root, [LESSON], ["learner123"], only_theirs=True)
+    assert [u.student for u in units] == ["learner123"] and not problems
+    others = [p for p in reads.seen if not p.startswith(f"/submitted/learner123/{LESSON}") and
+              not p.startswith("/source")]
+    assert reads.seen and others == ["/submitted/learner123"], reads.seen
+    with reads:
+        units, _ = scan(root, [LESSON])
+    assert len(units) == 300
+    assert len({p.split("/")[2] for p in reads.seen if p.startswith("/submitted/")}) == 300

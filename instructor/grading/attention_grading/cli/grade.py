@@ -141,11 +141,15 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
     return run
 
 
-def _run(course, lessons, students, force, feedback, report, sandboxed, feedback_only, pools, log):
-    """Plan, run, store and publish (inside the course's lock)."""
+def _run(course, lessons, students, force, feedback, report, sandboxed, feedback_only, pools, log, narrow=False):
+    """Plan, run, store and publish (inside the course's lock). ``narrow`` (the grading service):
+    only the folders of ``students`` for ``lessons`` are read, no gradebook copy, no class-wide
+    files (grades.csv, report, change log: the service writes them once its queue empties)."""
     from nbgrader.api import Gradebook
 
-    units, problems = scan(course.root, course.lessons, limits=course.intake)    # the whole class, for grades.csv
+    # The whole class, for grades.csv; narrow: those learners' lessons alone.
+    units, problems = scan(course.root, lessons if narrow else course.lessons, students if narrow else None,
+                           limits=course.intake, only_theirs=narrow)
     with Gradebook(course.db_url, course.course_id) as gb:
         enrolled = rosters.enrolled(gb)
     # Accounts that handed in a lesson (a notebook to grade, or one that cannot be): the roster's business.
@@ -159,9 +163,9 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
     for line in decision.warnings(off_roster):
         log(line)
     check_students(students, roster)
-    before = publish_history.scores_before(course)     # for the change log
+    before = {} if narrow else publish_history.scores_before(course)     # for the change log
     # Nothing was refused: copy the gradebook before the run changes it (a run refused above makes none).
-    backup = GradebookBackup(config=course.config).make(course.db_url)
+    backup = None if narrow else GradebookBackup(config=course.config).make(course.db_url)
     with Gradebook(course.db_url, course.course_id) as gb:
         gradebook_indexes.ensure(gb)           # an older gradebook gets them once (store.indexes)
     if decision.added and not decision.imported:    # no roster imported: whoever submitted is in the class
@@ -193,8 +197,9 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
     finally:
         pools.close()
         shutil.rmtree(scratch, ignore_errors=True)
-    publish(run, course, report, students, log)
-    publish_history.log_changes(run, course, log)
+    if not narrow:
+        publish(run, course, report, students, log)
+        publish_history.log_changes(run, course, log)
     return run
 
 

@@ -3,6 +3,7 @@ feedback at once.
 
 Usage: python -m attention_grading.cli.serve [--root DIR] [--db-url URL] [--workers N]
                                          [--polling] [--exit-when-idle] [--unsandboxed]
+                                         [--scheduler tls://HOST:8786] [--insecure-cluster]
 
 In the foreground, holding the course's lock (``run.lock``: a second service, or ``make grade``,
 refuses to start beside it). First everything that reached the inbound folder while no service
@@ -13,23 +14,25 @@ polling), in a queue fair between learners (``run.service_queue``). For each sub
    is kept (``history/<student>/<lesson>/submissions/``) but not graded, and the learner's page
    says when the next attempt can be graded;
 2. collected exactly as ``nbgrader collect --update`` collects it (the course's ``OwnedCollect``);
-3. graded by ``make grade``'s own plan, run, store and publish (``cli.grade``), on its workers
-   (this machine's, or the Dask cluster the course names), the same sandbox, hidden cases drawn
-   for the attempt (``hidden.attempts``), manual grades kept by the same rules;
+3. graded by ``make grade``'s own plan, run, store (``cli.grade``, reading that learner's lesson
+   alone; ``cli.serve_runs``), on its workers (this machine's, or a Dask cluster's), the same
+   sandbox, hidden cases drawn per attempt, manual grades kept by the same rules;
 4. its feedback page (``make feedback``'s) released as ``nbgrader release_feedback <lesson>
    --student <student>`` does, with the attempt's number and the limit on it.
 
 Each submission's way is journalled (``store.service_history``) before it is collected and after
 its feedback is out, so a service killed mid-grading takes it up again on restart and answers it
 once. Ctrl-C or SIGTERM stops after the save in progress (a submission not saved yet is taken up
-again next time). Exit status: 0 after a stop, 75 when another service or make grade holds the
-course, 1 for another problem with the course (the message says which).
+again next time). grades.csv and the change log are written once the queue empties. Exit status:
+0 after a stop, 75 when another service or make grade holds the course, 1 for another problem
+with the course (the message says which).
 """
 import argparse
 import datetime
 import os
 import signal
 import sys
+import threading
 
 from ..course import environment_tools_on_path
 from ..errors import CourseBusy, CourseError, SelectionError
@@ -45,31 +48,24 @@ from ..store import best_attempt
 from ..store import roster as rosters
 from ..store.service_history import ServiceHistory, utc_now
 from .grade import _Pools, _run
-
-
-class _KeptPools:
-    """``make grade``'s workers, kept warm from one submission to the next (a run closes its pools
-    when it ends; the service's live as long as it does)."""
-
-    def __init__(self, pools):
-        self.pools, self.args = pools, pools.args
-
-    def get(self):
-        return self.pools.get()
-
-    def close(self, at_once=False):
-        if at_once:
-            self.pools.close(at_once=True)
+from .serve_runs import ClassFiles, KeptPools, LooksWhileGrading
 
 
 class Service:
-    def __init__(self, course, sandboxed, workers=None, inotify=None, log=print, out=sys.stdout):
+    def __init__(self, course, sandboxed, workers=None, inotify=None, log=print, out=sys.stdout, scheduler=None,
+                 insecure_cluster=False):
         self.course, self.sandboxed, self.log, self.out = course, sandboxed, log, out
         config = course.config
         self.settings, self.limits = GradingService(config=config), AttemptLimits(config=config)
-        pools = _Pools(course, workers or self.settings.workers or None, None, None, sandboxed, self._quiet)
-        self.pools = _KeptPools(pools)
+        # make grade's workers: this machine's, or the Dask cluster's (--scheduler, else
+        # c.DaskCluster.scheduler, with the course's certificates as make grade uses them).
+        pools = _Pools(course, workers or self.settings.workers or None, None, scheduler, sandboxed, self._quiet,
+                       insecure_cluster)
+        self.pools = KeptPools(pools)
         self.width = pools.args[0]
+        self.where = f"the Dask cluster at {pools.args[2]}" if pools.args[2] else "this machine"
+        self.lock = threading.RLock()        # the service's state, shared with LooksWhileGrading
+        self.class_files = ClassFiles(course, self._quiet)
         self.history, self.queue = ServiceHistory(course.root), FairQueue()
         self.answered = self.history.finished_inbound()
         self.not_submissions = set()
@@ -95,14 +91,16 @@ class Service:
 
     def serve(self, exit_when_idle=False):
         self.log(f"grading service on {self.course.root}: watching {self.collect.inbound_path} "
-                 f"({self.watcher.how}); {self.width} learner(s) at once; Ctrl-C stops")
+                 f"({self.watcher.how}); {self.width} learner(s) at once on {self.where}; Ctrl-C stops")
         try:
             while True:
-                self.look()
-                batch = self.queue.take(self.width)
+                with self.lock:
+                    self.look()
+                    batch = self.queue.take(self.width)
                 if batch:
                     self.answer(batch)
                     continue
+                self.write_class_files()           # the queue is empty: the class-wide files, once
                 if exit_when_idle and not len(self.queue):
                     # A submission still being written is not ready yet: one more look once it
                     # could have settled.
@@ -117,8 +115,21 @@ class Service:
         finally:
             self.state = "stopped"
             self.watcher.stop()
+            try:
+                self.write_class_files()          # what was graded since the queue last emptied
+            except KeyboardInterrupt:
+                pass                              # written at the next start's first empty queue
             self.pools.pools.close()
             self.show()
+
+    def write_class_files(self):
+        """grades.csv, grades-by-learner.csv and the change log for what was graded since the last
+        time (``serve_runs.ClassFiles``); a failure is named in the table, never fatal."""
+        try:
+            if self.class_files.write():
+                self._quiet("wrote grades.csv and grades-by-learner.csv for the class")
+        except Exception as exc:
+            self.failures.append(f"grades.csv could not be written: {type(exc).__name__}: {exc}")
 
     def look(self):
         arrivals, refused = ready_arrivals(self.collect, self.course.lessons, self.answered | self.queue.known,
@@ -151,8 +162,11 @@ class Service:
         lessons = sorted({a.lesson for a, _ in to_grade})
         students = sorted({a.student for a, _ in to_grade})
         try:
-            run = _run(self.course, lessons, students, False, True, False, self.sandboxed, False, self.pools,
-                       self._quiet)
+            self.class_files.before_grading()
+            with LooksWhileGrading(self):        # arrivals meanwhile: queued, shown with their waits
+                run = _run(self.course, lessons, students, False, True, False, self.sandboxed, False, self.pools,
+                           self._quiet, narrow=True)
+            self.class_files.add(run)
         except SelectionError as exc:      # these submissions', not the service's: the next ones are served
             for arrival, decision in to_grade:
                 self._failed(arrival, decision, str(exc))
@@ -165,10 +179,13 @@ class Service:
             for arrival, decision in to_grade:
                 self._failed(arrival, decision, f"the grading run failed: {type(exc).__name__}: {exc}")
             return
-        if run.interrupted:
+        if run.interrupted or run.cluster_lost:
             for arrival, _ in to_grade:
                 if arrival.key not in run.graded:
                     self.queue.put_back(arrival)
+            if run.cluster_lost:           # journalled as begun: the next start takes them up again
+                raise CourseError(f"the grading service stops: the Dask cluster went away ({run.cluster_lost}); "
+                                  "the submissions being graded are graded at the next start")
             raise KeyboardInterrupt
         for arrival, decision in to_grade:
             self._finish(arrival, decision, run)
@@ -189,8 +206,9 @@ class Service:
     def _keep_best(self, arrival, kept):
         """Put the better attempt ``kept`` back, and the class's grade files after it."""
         best_attempt.restore(self.course.root, self.course.db_url, self.course.course_id, kept)
-        _run(self.course, [arrival.lesson], [arrival.student], False, True, False, self.sandboxed, True, self.pools,
-             self._quiet)
+        self.class_files.before_grading()
+        self.class_files.add(_run(self.course, [arrival.lesson], [arrival.student], False, True, False, self.sandboxed,
+                                  True, self.pools, self._quiet, narrow=True))
 
     def _kept(self, arrival):
         return self.course.root / "history" / arrival.student / arrival.lesson / "submissions" / arrival.inbound
@@ -312,15 +330,18 @@ class Service:
         self.out.flush()
 
 
-def serve(root=None, db_url=None, workers=None, inotify=None, unsandboxed=False, exit_when_idle=False, log=print):
+def serve(root=None, db_url=None, workers=None, inotify=None, unsandboxed=False, exit_when_idle=False, log=print,
+          scheduler=None, insecure_cluster=False):
     """Run the grading service on the course at ``root`` until stopped (or, with
-    ``exit_when_idle``, until nothing is left to answer)."""
+    ``exit_when_idle``, until nothing is left to answer). ``scheduler``: grade on that Dask
+    cluster's workers (default: c.DaskCluster.scheduler, else this machine)."""
     course, sandboxed = open_course(root, db_url, unsandboxed, log)
     try:
         with course_lock(course.root, wait=False, log=log):
             check_gradebook(course.db_url, course.course_id, course.root)
             GradebookBackup(config=course.config).make(course.db_url)
-            Service(course, sandboxed, workers, inotify, log).serve(exit_when_idle)
+            Service(course, sandboxed, workers, inotify, log, scheduler=scheduler,
+                    insecure_cluster=insecure_cluster).serve(exit_when_idle)
     except CourseBusy as exc:
         if "grading service" in str(exc):
             raise
@@ -348,6 +369,12 @@ def main(argv=None):
                         help="stop once everything in the inbound folder is answered (a catch-up run)")
     parser.add_argument("--unsandboxed", action="store_true",
                         help="grade even where kernels cannot be sandboxed (only for submissions you trust)")
+    parser.add_argument("--scheduler", default=None,
+                        help="grade on the workers of the Dask scheduler at this address, e.g. tls://HOST:8786, "
+                             "with the course's certificates as make grade uses them (default: "
+                             "c.DaskCluster.scheduler, from ATTENTION_DASK_SCHEDULER; else this machine)")
+    parser.add_argument("--insecure-cluster", action="store_true",
+                        help="accept a tcp:// scheduler, neither authenticated nor encrypted")
     args = parser.parse_args(argv)
     import warnings
 
@@ -357,7 +384,7 @@ def main(argv=None):
     _stop_on_sigterm()
     try:
         serve(args.root, args.db_url, args.workers, False if args.polling else None, args.unsandboxed,
-              args.exit_when_idle)
+              args.exit_when_idle, scheduler=args.scheduler, insecure_cluster=args.insecure_cluster)
     except CourseError as exc:
         print(str(exc), file=sys.stderr)
         return exc.exit_status

@@ -10,6 +10,7 @@ the others.
 """
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,8 +103,10 @@ def _size(path):
         return 0
 
 
-def scan(root, lessons, students=None, limits=None):
-    """Units to grade and problems found, from ``<root>/submitted``; never writes there."""
+def scan(root, lessons, students=None, limits=None, only_theirs=False):
+    """Units to grade and problems found, from ``<root>/submitted``; never writes there.
+    ``only_theirs``: look at the folders of ``students`` alone, never listing ``submitted/``
+    (the grading service's scan of one learner, whatever the class's size)."""
     root = Path(root)
     limits = limits or IntakeLimits()
     submitted = root / "submitted"
@@ -111,7 +114,11 @@ def scan(root, lessons, students=None, limits=None):
     units, problems = [], []
     if not submitted.is_dir():
         return units, problems
-    for entry in sorted(submitted.iterdir()):
+    if only_theirs:
+        entries = [submitted / s for s in sorted(students or []) if os.path.lexists(submitted / s)]
+    else:
+        entries = sorted(submitted.iterdir())
+    for entry in entries:
         rel = entry.relative_to(root)
         if entry.name in IGNORED_NAMES:
             continue
