@@ -3,7 +3,8 @@
 The late penalties of the selected submissions not graded now follow their current grades, due
 dates and extensions (``store.grades.late_penalty``: a manual grade or an extension since); every
 feedback page not made from its submission's current standing is rendered, once, by feedback jobs
-on the run's workers (``run.feedback_jobs``); then ``grades.csv`` and ``grades-by-learner.csv``
+on the run's workers (``run.feedback_jobs``: each carries what its page shows of the grades,
+``PageJobs``), most of them beside the grading, as each submission is stored (``PagesBeside``); then ``grades.csv`` and ``grades-by-learner.csv``
 for the whole class (the course's nbgrader export plugin, ``export``), the table of what was
 selected and the report.
 """
