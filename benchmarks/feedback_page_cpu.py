@@ -1,20 +1,24 @@
-"""What a feedback page costs a worker: the page rendered as feedback jobs rendered it before
-issue 40 (a new ``GenerateFeedback`` and exporter per page: its Jinja template compiled again,
-nbconvert's ``HTMLExporter`` parsing its own page once more with BeautifulSoup, pygments and the
-Markdown parser on every cell) against today's ``run.feedback_jobs.run_feedback`` (one exporter
-per worker process, one parse, highlighted code and Markdown kept per process), side by side in
-one process, on the same autograded notebooks.
+"""What a feedback page costs a worker: the page as plain ``nbgrader generate_feedback`` renders
+it, as feedback jobs did before issue 40 (a new ``GenerateFeedback`` and exporter per page: its
+Jinja template compiled again, nbconvert's ``HTMLExporter`` parsing its own page once more with
+BeautifulSoup, pygments and the Markdown parser on every cell, nbgrader's ``GetGrades`` querying
+the course gradebook cell by cell) against today's ``run.feedback_jobs.run_feedback`` (one
+exporter per worker process, one parse, highlighted code and Markdown kept per process, the
+grades read once by the grader's process and carried by the job: no gradebook in the worker),
+side by side in one process, on the same autograded notebooks.
 
 Builds the synthetic class of benchmarks/grading_speed.py (default 3 learners × lessons 01-06:
-correct, buggy, blank), grades it with `make grade` (not measured), then renders every page
-``--rounds`` times each way, alternating, and prints the CPU seconds (``time.process_time``) per
-page of each, and the ratio. The first page of each way is rendered before measuring (imports).
-The pages of both ways are compared: they must differ only in the ``alt`` and ``tabindex``
-attributes the old way's second parse added (the new way writes ``alt`` itself). Not a timed test.
+correct, buggy, blank), grades it with `make grade --no-feedback` (not measured), then renders
+every page ``--rounds`` times each way, alternating, and prints the CPU seconds
+(``time.process_time``) per page of each, and the ratio. The first page of each way is rendered
+before measuring (imports). The pages of both ways are compared: they must differ only in the
+``alt`` and ``tabindex`` attributes stock's second parse added (the new way writes ``alt``
+itself): the same scores, maximum scores, comments and penalty. Not a timed test.
 
 Usage: python benchmarks/feedback_page_cpu.py [--learners 3] [--lesson ID ...] [--rounds 2] [--keep]
 """
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -34,13 +38,17 @@ LESSONS = ["01_context_vectors", "02_queries_keys_values", "03_scaling", "04_cau
            "05_gradients", "06_multi_head"]
 
 
-def old_run_feedback(job):
-    """A feedback job as it was before issue 40: stock ``GenerateFeedback`` making its exporter
-    for this page, ``HTMLExporter.from_notebook_node`` (its BeautifulSoup pass) and no caches."""
+def old_run_feedback(job, db_url):
+    """A page as plain ``nbgrader generate_feedback`` renders it, as feedback jobs did before
+    issue 40: stock ``GenerateFeedback`` making its exporter for this page (its template compiled
+    again), ``HTMLExporter.from_notebook_node`` (its BeautifulSoup pass), no caches, and nbgrader's
+    ``GetGrades`` (and the course's ``LabelGradedCells``) reading the course gradebook ``db_url``."""
     from nbconvert.exporters import HTMLExporter
     from nbgrader.converters import GenerateFeedback
 
-    from attention_grading.run import feedback_jobs
+    from attention_grading.run.feedback_jobs import coursedir_for
+    from attention_grading.store.pages import learner_files
+    from attention_grading.run.feedback_jobs import FeedbackOutcome
     from attention_grading.steps import csp, feedback_exporter
     from attention_grading.steps.maths import markdown_with_mathml
 
@@ -58,37 +66,42 @@ def old_run_feedback(job):
             page, resources = HTMLExporter.from_notebook_node(self, nb, resources, **kw)
             return csp.with_meta(page), resources
 
-    def stock(coursedir, config):
-        converter = GenerateFeedback(coursedir=coursedir, config=config)
-        converter.exporter_class = OldExporter
-        return converter
-
-    saved = feedback_jobs._worker_feedback
-    feedback_jobs._worker_feedback = stock
+    scratch = Path(tempfile.mkdtemp(prefix="feedback-page-cpu-stock-"))
     try:
-        return feedback_jobs.run_feedback(job)
+        folder = scratch / "autograded" / job.student / job.lesson
+        folder.mkdir(parents=True)
+        for name, data in job.autograded.items():
+            (folder / name).write_bytes(data)
+        config, coursedir = coursedir_for(job.config, scratch, db_url, job.lesson, job.student)
+        converter = GenerateFeedback(coursedir=coursedir, config=config)
+        converter.exporter_class, converter.force = OldExporter, True
+        here = os.getcwd()
+        os.chdir(scratch)
+        try:
+            converter.start()
+        finally:
+            os.chdir(here)
+        return FeedbackOutcome(True, learner_files(scratch / "feedback" / job.student / job.lesson, job.lesson))
     finally:
-        feedback_jobs._worker_feedback = saved
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def jobs_of(root):
+    """A feedback job for every autograded submission, as ``make grade`` makes them (its grades
+    read from the course gradebook here, ``cli.publish.PageJobs``)."""
     from nbgrader.api import Gradebook
 
-    from attention_grading.course import NBGRADER_FILES, load_config
-    from attention_grading.run.feedback_jobs import FeedbackJob
+    from attention_grading.cli.publish import PageJobs
+    from attention_grading.run.plan import open_course
     from attention_grading.store import standing as standings
-    from attention_grading.store.lessons import Templates
 
-    config, db = load_config(root), f"sqlite:///{root / 'gradebook.db'}"
-    templates = Templates(db, "attention", tempfile.mkdtemp(dir=root))
+    course, _ = open_course(root, None, True, lambda *line: None)
+    page_jobs = PageJobs(None, course)
     jobs = []
-    with Gradebook(db, "attention") as gb:
+    with Gradebook(course.db_url, course.course_id) as gb:
         for folder in sorted((root / "autograded").glob("*/*")):
             student, lesson = folder.parts[-2:]
-            files = {n: (folder / n).read_bytes() for n in (f"{lesson}.ipynb", *NBGRADER_FILES)
-                     if (folder / n).is_file()}
-            jobs.append(FeedbackJob(student, lesson, files, templates(lesson),
-                                    standings.read(gb, lesson, student), config))
+            jobs.append(page_jobs.job(gb, student, lesson, standings.read(gb, lesson, student)))
     return jobs
 
 
@@ -140,11 +153,13 @@ def main(argv=None):
         subprocess.run([sys.executable, "-m", "attention_grading.cli.grade", "--root", str(root),
                         "--no-feedback", "--no-report"], cwd=root, env=env_for(root), capture_output=True)
         jobs = jobs_of(root)
-        old_run_feedback(jobs[0]), run_feedback(jobs[0])          # imports, before measuring
+        db_url = f"sqlite:///{root / 'gradebook.db'}"
+        stock = lambda job: old_run_feedback(job, db_url)        # noqa: E731
+        stock(jobs[0]), run_feedback(jobs[0])          # imports, before measuring
         cpu = {"old": 0.0, "new": 0.0}
         pages = {}
         for _ in range(args.rounds):
-            for name, render in (("old", old_run_feedback), ("new", run_feedback)):
+            for name, render in (("old", stock), ("new", run_feedback)):
                 for job in jobs:
                     started = time.process_time()
                     outcome = render(job)
@@ -156,10 +171,12 @@ def main(argv=None):
                    for j in jobs)
         print(f"class: {args.learners} learners x {len(lessons)} lessons ({sorted(set(kinds.values()))}); "
               f"{len(jobs)} pages, each rendered {args.rounds} times each way")
-        print(f"before (an exporter per page, BeautifulSoup pass, no caches): {cpu['old'] / count:.3f} CPU-s per page")
-        print(f"now    (an exporter per worker, one parse, caches):           {cpu['new'] / count:.3f} CPU-s per page")
+        print(f"stock generate_feedback (an exporter per page, BeautifulSoup pass, no caches, GetGrades on the "
+              f"gradebook): {cpu['old'] / count:.3f} CPU-s per page")
+        print(f"now (an exporter per worker, one parse, caches, the grades carried by the job, no gradebook): "
+              f"{cpu['new'] / count:.3f} CPU-s per page")
         print(f"ratio before / now: {cpu['old'] / max(cpu['new'], 1e-9):.1f}x   (target: now <= 0.1 CPU-s a page)")
-        print(f"pages the same but for alt/tabindex attributes: {same}")
+        print(f"pages the same as stock's but for alt/tabindex attributes: {same}")
         return 0 if same else 1
     finally:
         if args.keep:

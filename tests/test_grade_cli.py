@@ -90,6 +90,34 @@ def test_feedback_names_each_check_and_awaits_manual_grading(graded_class):
     assert "awaiting manual grading" not in bob and f"(Score: 0.0 / {total:.1f})" in bob
 
 
+def test_feedback_pages_are_stock_generate_feedbacks(graded_class, tmp_path):
+    """Every page make grade wrote (its grades carried to the worker, no gradebook there) is the
+    page plain `nbgrader generate_feedback` renders from the course gradebook (GetGrades) for the
+    same autograded notebook, byte for byte: the same scores, maximum scores, comments and penalty."""
+    root, _, _ = graded_class
+    stock = tmp_path / "stock-feedback"
+    nbgrader(root, "generate_feedback", LESSON, f"--CourseDirectory.feedback_directory={stock}")
+    ours = {p.parent.parent.name: p for p in (root / "feedback").glob(f"*/{LESSON}/{LESSON}.html")}
+    assert {"alice", "bob", "carol"} <= set(ours)
+    for student, page in ours.items():
+        theirs = (stock / student / LESSON / f"{LESSON}.html").read_bytes()
+        assert page.read_bytes() == theirs, student
+    assert "(Score: 0.0 / " in (stock / "bob" / LESSON / f"{LESSON}.html").read_text()
+
+
+def test_pages_are_rendered_while_submissions_are_still_graded(graded_class):
+    """A submission's page is handed to a worker as soon as the submission is stored, ahead of
+    the grading jobs still to start: the run says how many pages began before its last grading
+    job (an order the run records, not a timing)."""
+    import re
+
+    _, done, _ = graded_class
+    written = re.search(r"feedback pages written (\d+) \(\d+ already up to date\), (\d+) of them begun while "
+                        r"submissions were still to be graded", done.stdout)
+    assert written, done.stdout[-2000:]
+    assert 1 <= int(written[2]) <= int(written[1])
+
+
 def test_grading_report(graded_class):
     root, _, _ = graded_class
     report = root / "grading-report"

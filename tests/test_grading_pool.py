@@ -77,3 +77,27 @@ def test_jobs_are_planned_as_workers_free_up(tmp_path):
     assert planned == names and finished == set(names)
     assert turned_down == {} and second == {"job05": "job05 failed on run 1"}
     assert 1 <= most[0] <= workers + 2, most[0]
+
+
+def test_workers_warmed_before_the_run_are_the_ones_that_grade(tmp_path):
+    """``warm`` starts the workers (in a thread) while the caller goes on; the run then grades on
+    those very processes, starting none of its own, and ``close`` stops them."""
+    import multiprocessing
+
+    pool = LocalPool(2)
+    try:
+        pool.warm()
+        pool._warm_ones()
+        warmed = {worker.process.pid for worker in pool._idle}
+        assert len(warmed) == 2
+        kept = set()
+        with tqdm(total=4, disable=True) as bar:
+            jobs = [FlakyJob(str(tmp_path), f"w{i}", "ok") for i in range(4)]
+            for job, outcome in pool.run(run_flaky, jobs, bar):
+                assert outcome.ok
+                kept.add(job.name)
+        assert kept == {"w0", "w1", "w2", "w3"}
+        assert {worker.process.pid for worker in pool._idle} == warmed
+    finally:
+        pool.close()
+    assert not pool._idle and not [p for p in multiprocessing.active_children() if p.pid in warmed]

@@ -181,8 +181,8 @@ def test_a_feedback_jobs_reply_is_read_as_a_feedback_outcome():
     ``FeedbackOutcome``; a page named outside its folder fails the job."""
     from attention_grading.run.feedback_jobs import FeedbackJob, FeedbackOutcome
 
-    feedback_job = FeedbackJob("alice", "01_context_vectors", {}, b"", None, None)
-    page = FeedbackOutcome(True, {"01_context_vectors.html": b"<p>page</p>"}, digest="d" * 16)
+    feedback_job = FeedbackJob("alice", "01_context_vectors", {}, {}, None)
+    page = FeedbackOutcome(True, {"01_context_vectors.html": b"<p>page</p>"}, seconds=0.25)
     got = parse_reply(feedback_job, {"kind": "ok", "outcome": encode(page)}, LIMIT, HEADER_LIMIT)
     assert got == page
     outside = dataclasses.replace(page, feedback={"../gradebook.db": b""})

@@ -36,7 +36,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from traitlets import Float, Int
@@ -48,6 +48,7 @@ from ..run.backups import GradebookBackup, check_gradebook
 from ..run.cluster import ClusterLost, DaskCluster, DaskPool, check_address
 from ..run.cluster_tls import ClusterTLS
 from ..run.intake import Problem, scan
+from ..run.feedback_jobs import FeedbackJob, run_either
 from ..run.jobs import run_job
 from ..run.lock import course_lock, deferred_interrupt
 from ..run.plan import check_students, open_course, plan, select_lessons
@@ -56,10 +57,10 @@ from ..store import gradebook as books
 from ..store import roster as rosters
 from ..store import indexes as gradebook_indexes
 from ..store.grades_table import print_summary
-from ..store.lessons import Templates
 from .progress import progress
+from .run_record import RunRecord
 from . import publish_history
-from .publish import publish, refresh, render_pages
+from .publish import PageJobs, PagesBeside, publish, refresh, render_pages
 
 
 class GradingRun(Configurable):
@@ -69,51 +70,6 @@ class GradingRun(Configurable):
     job_timeout = Float(900.0, help="Seconds one submission may take in all in make grade (its grading "
                         "process is killed past that; the notebook's own limit is "
                         "GuardedExecute.notebook_timeout).").tag(config=True)
-
-
-@dataclass
-class RunRecord:
-    """What one ``make grade`` did (returned by ``grade``; the command line prints it)."""
-    root: Path
-    lessons: list
-    students: list
-    graded: list = field(default_factory=list)            # (student, lesson) graded now
-    skipped: int = 0
-    failed: dict = field(default_factory=dict)            # (student, lesson): why, class-wide
-    problems: list = field(default_factory=list)          # intake.Problem
-    rows: list = field(default_factory=list)              # grades.csv
-    lms_lessons: list = field(default_factory=list)       # the lessons of grades-by-learner.csv
-    feedback_failures: list = field(default_factory=list)  # (student, lesson, why)
-    feedback_written: int = 0                             # pages written now
-    feedback_current: int = 0                             # pages already made from today's grades
-    pages: set = field(default_factory=set)               # (student, lesson) whose page was written now
-    feedback_cpu: float = 0.0                             # this process's CPU seconds on feedback pages
-    second_attempts: dict = field(default_factory=dict)   # (student, lesson): why the first failed
-    kept_manual: dict = field(default_factory=dict)       # (student, lesson): written answers kept
-    changed_manual: dict = field(default_factory=dict)    # (student, lesson): answers to confirm
-    sandboxed: bool = True
-    seconds: float = 0.0
-    job_seconds: dict = field(default_factory=dict)       # (student, lesson): its last attempt's seconds
-    only_students: list = field(default_factory=list)     # --student filters (empty: everyone)
-    cluster_lost: str = ""                                # why a Dask cluster stopped the run
-    not_graded: list = field(default_factory=list)        # (student, lesson) left for the next run
-    interrupted: bool = False                             # Ctrl-C
-    backup: Path = None                                   # the copy of the gradebook made first
-    feedback_only: bool = False
-    attempts: dict = field(default_factory=dict)          # (student, lesson): attempt number graded now
-    before: dict = field(default_factory=dict)            # (student, lesson): final score before the run
-    refused: dict = field(default_factory=dict)           # (student, lesson): why; its last good grade stands
-    off_roster: list = field(default_factory=list)        # (student, lesson) kept apart: not on the roster
-    changes: list = field(default_factory=list)           # the change log's lines
-    change_log: Path = None                               # where they were saved
-
-    def selected(self, key):
-        student, lesson = key
-        return lesson in self.lessons and (not self.only_students or student in self.only_students)
-
-    @property
-    def failed_in_selection(self):
-        return {key: why for key, why in self.failed.items() if self.selected(key)}
 
 
 def _save_log(root, key, text, attempt=1):
@@ -142,6 +98,11 @@ class _Pools:
         self.tls_folder = ClusterTLS(config=config).path(course.root)
         self.args = workers, job_timeout or settings.job_timeout, scheduler, sandboxed, log
         self.pool = None
+
+    def warm(self):
+        """This machine's workers started now, beside the plan (``LocalPool.warm``)."""
+        if not self.args[2]:
+            self.get().warm()
 
     def get(self):
         if self.pool is None:
@@ -172,6 +133,8 @@ def grade(root=None, lessons=None, students=None, workers=None, force=False, db_
     pools = _Pools(course, workers, job_timeout, scheduler, sandboxed, log, insecure_cluster)
     with course_lock(course.root, wait, log):
         check_gradebook(course.db_url, course.course_id, course.root, allow_new=new_gradebook)
+        if not feedback_only:
+            pools.warm()
         run = _run(course, lessons, students, force, feedback, report, sandboxed, feedback_only, pools, log)
     run.seconds = time.time() - t0
     print_summary(run, log)
@@ -215,13 +178,17 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
                    only_students=list(students or []), feedback_only=feedback_only)
     run.failed = {(p.student, p.lesson): p.message for p in problems if p.fatal}
     run.backup, run.before, run.off_roster = backup, before, off_roster
-    scratch = Path(tempfile.mkdtemp(prefix="attention-grade-"))
+    scratch, page_jobs = Path(tempfile.mkdtemp(prefix="attention-grade-")), PageJobs(run, course)
     try:
         if not feedback_only:
-            _grade(run, course, plan(course, lessons, chosen, force, scratch, log), pools, log)
+            beside = PagesBeside(page_jobs, feedback)       # each page rendered once its submission is stored
+            try:
+                _grade(run, course, plan(course, lessons, chosen, force, scratch, log), pools, beside, log)
+            finally:
+                beside.count()
         stale = refresh(run, course, chosen, feedback, force and feedback_only)
         if stale and not run.cluster_lost:
-            render_pages(run, course, stale, Templates(course.db_url, course.course_id, scratch), pools)
+            render_pages(run, course, stale, page_jobs, pools)
     except KeyboardInterrupt:
         run.interrupted = True
         pools.close(at_once=True)
@@ -236,9 +203,10 @@ def _run(course, lessons, students, force, feedback, report, sandboxed, feedback
     return run
 
 
-def _grade(run, course, found, pools, log):
+def _grade(run, course, found, pools, beside, log):
     """Run the planned jobs, made one at a time as workers free up (``Plan.jobs``); store what
-    each brings back as it comes, on one connection to the gradebook for the whole run."""
+    each brings back as it comes, on one connection to the gradebook for the whole run; each
+    stored submission's feedback page joins the jobs (``PagesBeside``)."""
     from nbgrader.api import Gradebook
 
     run.skipped = found.skipped
@@ -252,6 +220,8 @@ def _grade(run, course, found, pools, log):
 
     def keep(job, outcome, attempt):
         """Save a job's outcome in the course; None, or why it could not be kept."""
+        if isinstance(job, FeedbackJob):
+            return beside.rendered(job, outcome)
         run.job_seconds[job.key] = outcome.result.seconds
         if not outcome.ok:
             if outcome.log:
@@ -275,6 +245,7 @@ def _grade(run, course, found, pools, log):
                 found.stored(job.key)
                 publish_history.keep_graded(run, course, job, outcome, entry.attempt, now)
                 _note_manual(run, job.key, outcome.result)
+            beside.stored(gb, job.key, now)
             return None
         except KeyboardInterrupt:
             raise
@@ -285,8 +256,10 @@ def _grade(run, course, found, pools, log):
     turned_down = {}
     if found.todo:
         with Gradebook(course.db_url, course.course_id) as gb, progress(len(found.todo), "autograde") as bar:
+            beside.bar = bar
             try:
-                turned_down, run.second_attempts = run_with_second_attempt(pool, run_job, found.jobs(gb), bar, keep)
+                turned_down, run.second_attempts = run_with_second_attempt(
+                    pool, partial(run_either, run_job), beside.feed(found.jobs(gb)), bar, keep)
             except (ClusterLost, KeyboardInterrupt) as exc:
                 run.not_graded = [key for key in found.keys if key not in graded]
                 if isinstance(exc, ClusterLost):

@@ -1,12 +1,13 @@
-"""One feedback job: a graded submission and its standing in the course gradebook in, its
-feedback page out, rendered by stock nbgrader ``GenerateFeedback`` with the course's feedback steps.
+"""One feedback job: a graded submission and what its page shows of its grades in, its feedback
+page out, rendered by stock nbgrader ``GenerateFeedback`` with the course's feedback steps.
 
 Feedback is rendered once per page, after the store: from the autograded notebook and what the
-course gradebook holds of the submission (``store.standing.Standing``: its grades, the
-instructor's, comments, late penalty), carried as data and seeded into a small gradebook of the
-lesson's (``store.lessons.make_template``) in a scratch course, since ``GenerateFeedback`` reads
-its grades from a gradebook. It runs on the same workers as grading jobs (a pool's, or a Dask
-cluster's); what it returns is plain data.
+course gradebook holds of the submission, read once in the grader's process
+(``store.page_grades``: each cell's score, points and comment, the notebook's score, maximum and
+late penalty) and carried as data. The worker needs no gradebook: ``steps.given_grades.GivenGrades``
+takes the place of nbgrader's ``GetGrades`` and writes those values where ``GetGrades`` writes
+what it reads from one. It runs on the same workers as grading jobs (a pool's, or a Dask
+cluster's), beside them (``run_either``); what it returns is plain data.
 
 A worker makes the page's exporter (the course's ``FeedbackExporter`` with its feedback steps,
 its Jinja template compiled) once per course configuration and keeps it (``_EXPORTERS``), rather
@@ -14,14 +15,15 @@ than once per page as ``GenerateFeedback.start`` does.
 """
 import json
 import shutil
-import sqlite3
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..store import standing as standings
 from .jobs import _capture, failure_message
+
+#: A feedback job's course has no gradebook: anything that tried to open one would fail here.
+NO_GRADEBOOK = "sqlite:////nonexistent/a-feedback-job-has-no-gradebook.db"
 
 
 def coursedir_for(config, root, db_url, lesson, student):
@@ -38,62 +40,40 @@ def coursedir_for(config, root, db_url, lesson, student):
     return config, coursedir
 
 
-def _scratch_gradebook(scratch, template, prior):
-    """The job's gradebook: the lesson's template, holding the submission as the course gradebook
-    does (``prior``: manual grades, comments, extension) when it is there. Returns its URL."""
-    from nbgrader.api import Gradebook
-
-    (scratch / "gradebook.db").write_bytes(template)
-    db_url = f"sqlite:///{scratch / 'gradebook.db'}"
-    if prior is not None:
-        with Gradebook(db_url) as gb:
-            standings.seed(gb, prior)
-    return db_url
-
-
 SCRATCH_PREFIX = "attention-feedback-"
 _EXPORTERS = {}      # per process: the course configuration (less its folders) -> its exporter
-_LISTENING = []      # per process: the scratch gradebooks' SQLite setting, once registered
-
-
-def _scratch_without_fsync():
-    """A scratch gradebook is thrown away after its page: SQLite need not wait for the disk at
-    each commit (in this worker, for the gradebooks in feedback jobs' scratch folders only)."""
-    if _LISTENING:
-        return
-    from sqlalchemy import event
-    from sqlalchemy.engine import Engine
-
-    def unsynchronised(dbapi_connection, record):
-        if isinstance(dbapi_connection, sqlite3.Connection):
-            files = [row[2] for row in dbapi_connection.execute("PRAGMA database_list")]
-            if any(SCRATCH_PREFIX in (name or "") for name in files):
-                dbapi_connection.execute("PRAGMA synchronous = OFF")
-
-    _LISTENING.append(unsynchronised)
-    event.listen(Engine, "connect", unsynchronised)
 
 
 def _exporter(converter):
     """The feedback exporter of ``converter``'s configuration, made the first time it is needed
-    in this process: every step and filter reads a page's own data from its resources."""
+    in this process: every step and filter reads a page's own data from its resources. nbgrader's
+    ``GetGrades`` is registered as ``GivenGrades``, which reads the grades the job carries."""
+    from nbgrader.preprocessors import GetGrades
+    from traitlets.utils.importstring import import_item
+
+    from ..steps.given_grades import GivenGrades
+
     settings = {name: value for name, value in converter.config.items() if name != "CourseDirectory"}
     key = json.dumps(settings, sort_keys=True, default=repr)
     if key not in _EXPORTERS:
         exporter = converter.exporter_class(config=converter.config)
-        for step in converter.preprocessors:
-            exporter.register_preprocessor(step)
+        for step in converter.preprocessors:        # classes, or their names (nbgrader_config.py)
+            named = import_item(step) if isinstance(step, str) else step
+            exporter.register_preprocessor(GivenGrades if named is GetGrades else step)
         _EXPORTERS.clear()              # one course per worker at a time
         _EXPORTERS[key] = exporter
     return _EXPORTERS[key]
 
 
-def _worker_feedback(coursedir, config):
-    """Stock ``GenerateFeedback`` whose ``start`` takes this process's exporter."""
+def _worker_feedback(coursedir, config, grades):
+    """Stock ``GenerateFeedback`` whose ``start`` takes this process's exporter, and whose pages'
+    resources carry ``grades`` (``steps.given_grades.GIVEN``)."""
     import os
 
     from nbconvert.writers import FilesWriter
     from nbgrader.converters import GenerateFeedback
+
+    from ..steps.given_grades import GIVEN
 
     class WorkerFeedback(GenerateFeedback):
         def start(self):
@@ -107,38 +87,38 @@ def _worker_feedback(coursedir, config):
             finally:
                 os.chdir(here)
 
+        def init_single_notebook_resources(self, notebook_filename):
+            resources = super().init_single_notebook_resources(notebook_filename)
+            resources["nbgrader"][GIVEN] = grades
+            return resources
+
     return WorkerFeedback(coursedir=coursedir, config=config)
 
 
-def render_feedback(scratch, db_url, job, config):
+def render_feedback(scratch, job, config):
     """Stock nbgrader ``GenerateFeedback`` (the course's feedback steps) in the scratch course
-    ``scratch``, whose gradebook holds the submission's grades; returns ({file: bytes} of what a
-    learner may receive, the digest of the standing it was rendered from)."""
-    from nbgrader.api import Gradebook
-
+    ``scratch``, with the grades the job carries; returns {file: bytes} of what a learner may
+    receive."""
     from ..store.pages import learner_files
 
-    _, coursedir = coursedir_for(config, scratch, db_url, job.lesson, job.student)
-    feedback = _worker_feedback(coursedir, config)
+    _, coursedir = coursedir_for(config, scratch, NO_GRADEBOOK, job.lesson, job.student)
+    feedback = _worker_feedback(coursedir, config, job.grades)
     feedback.force = True
     buffer = _capture(feedback, f"attention-feedback.{job.student}.{job.lesson}")
     try:
         feedback.start()
     except Exception as exc:
         raise RuntimeError(failure_message(exc, buffer.getvalue())) from None
-    with Gradebook(db_url) as gb:
-        digest = standings.read(gb, job.lesson, job.student).digest()
-    return learner_files(scratch / "feedback" / job.student / job.lesson, job.lesson), digest
+    return learner_files(scratch / "feedback" / job.student / job.lesson, job.lesson)
 
 
 @dataclass
 class FeedbackJob:
-    """Render a graded submission's feedback again (its grades or comments changed)."""
+    """Render a graded submission's feedback page (once it is stored, or its grades changed)."""
     student: str
     lesson: str
     autograded: dict               # {relative path: bytes} of autograded/<student>/<lesson>/
-    template: bytes                # a SQLite gradebook holding only this lesson
-    standing: object               # standing.Standing in the course gradebook
+    grades: dict                   # store.page_grades.page_grades: what the page shows of its grades
     config: object
 
     @property
@@ -153,7 +133,6 @@ class FeedbackJob:
 class FeedbackOutcome:
     ok: bool
     feedback: dict[str, bytes] = field(default_factory=dict)   # {file name: bytes}
-    digest: str = ""               # the standing.Standing digest the page was rendered from
     message: str = ""
     seconds: float = 0.0
     retry: bool = True
@@ -162,18 +141,22 @@ class FeedbackOutcome:
 def run_feedback(job):
     """The feedback page of one graded submission, in a scratch course; never raises."""
     started = time.time()
-    _scratch_without_fsync()
     scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
     try:
         folder = scratch / "autograded" / job.student / job.lesson
         for name, data in job.autograded.items():
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_bytes(data)
-        db_url = _scratch_gradebook(scratch, job.template, job.standing)
-        config, _ = coursedir_for(job.config, scratch, db_url, job.lesson, job.student)
-        files, digest = render_feedback(scratch, db_url, job, config)
-        return FeedbackOutcome(True, files, digest, seconds=time.time() - started)
+        config, _ = coursedir_for(job.config, scratch, NO_GRADEBOOK, job.lesson, job.student)
+        files = render_feedback(scratch, job, config)
+        return FeedbackOutcome(True, files, seconds=time.time() - started)
     except Exception as exc:
         return FeedbackOutcome(False, message=failure_message(exc, ""), seconds=time.time() - started)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_either(grading, job):
+    """A feedback job's outcome, or ``grading(job)`` (``run.jobs.run_job``) for a grading job: one
+    function for a pool that runs both (as ``functools.partial(run_either, run_job)``)."""
+    return run_feedback(job) if isinstance(job, FeedbackJob) else grading(job)

@@ -93,7 +93,7 @@ class Plan:
     with only the jobs on workers in memory; ``waiting`` holds what the store needs of each
     job out (``Planned``) until ``stored`` forgets it."""
     course: object
-    todo: list = field(default_factory=list)         # (intake.Unit, content hash), in the order found
+    todo: list = field(default_factory=list)         # (intake.Unit, content hash), heaviest lessons first
     skipped: int = 0                                 # graded already from the same files
     unrecorded: dict = field(default_factory=dict)   # (student, lesson): why its attempt could not be recorded
     waiting: dict = field(default_factory=dict)      # (student, lesson): Planned, of the jobs out
@@ -170,4 +170,19 @@ def plan(course, lessons, chosen, force, scratch, log):
                 found.skipped += 1
                 continue
             found.todo.append((u, digest))
+    weight = {l: lesson_weight(source) for l, (source, _, _) in found.lessons.items()}
+    found.todo.sort(key=lambda item: -weight[item[0].lesson])     # stable: learners in order within a lesson
     return found
+
+
+def lesson_weight(source):
+    """How much code a lesson's notebook runs (characters of its code cells): the heaviest lessons
+    are graded first, so that a run ends on light notebooks rather than one worker finishing a
+    long one while the other waits (longest first)."""
+    import nbformat
+
+    try:
+        nb = nbformat.reads(source.decode("utf-8"), as_version=4)
+    except Exception:
+        return 0
+    return sum(len(cell.source) for cell in nb.cells if cell.cell_type == "code")

@@ -12,6 +12,7 @@ the submission did not cause (a machine under load) costs a second try, never a 
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from multiprocessing.connection import wait
 
@@ -139,8 +140,32 @@ class LocalPool:
         context.set_forkserver_preload(PRELOAD)
         self._context = context
         self._idle, self._busy = [], []
+        self._warming, self._warmed = None, []
+
+    def warm(self):
+        """Start the workers now, in a thread, while the caller goes on (plans the run): the
+        forkserver's imports and each worker's start then overlap that work instead of delaying
+        the first job. A worker that cannot start is started again when a job needs it."""
+        def start():
+            for _ in range(self.workers):
+                try:
+                    self._warmed.append(_Worker(self._context))
+                except Exception:
+                    return
+
+        if self._warming is None and not self._idle:
+            self._warming = threading.Thread(target=start, name="pool-warm", daemon=True)
+            self._warming.start()
+
+    def _warm_ones(self):
+        """The workers ``warm`` started (once it is done), idle."""
+        if self._warming is not None:
+            self._warming.join()
+            self._idle.extend(self._warmed)
+            self._warming, self._warmed = None, []
 
     def _worker(self):
+        self._warm_ones()
         return self._idle.pop() if self._idle else _Worker(self._context)
 
     def run(self, function, jobs, progress):
@@ -182,11 +207,13 @@ class LocalPool:
                 yield job, outcome
 
     def close(self):
+        self._warm_ones()
         while self._idle:
             self._idle.pop().stop()
 
     def terminate(self):
         """Stop at once (Ctrl-C): every worker killed with its kernels, busy or not."""
+        self._warm_ones()
         while self._busy:
             self._busy.pop().kill()
         while self._idle:

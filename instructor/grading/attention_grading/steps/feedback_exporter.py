@@ -64,8 +64,8 @@ class FeedbackExporter(HTMLExporter):
         cell = context.get("cell", {})
         path = context.get("resources", {}).get("metadata", {}).get("path", "")
         attachments = cell.get("attachments", {})
-        if not attachments:
-            return _cached_markdown(source, self.embed_images, path, self.anchor_link_text,
+        if not attachments:     # the folder matters only to embedded images (nbconvert's ``_src_to_base64``)
+            return _cached_markdown(source, self.embed_images, path if self.embed_images else "", self.anchor_link_text,
                                     self.exclude_anchor_links, tuple(sorted(self.lexer_options.items())))
         return markdown_with_mathml(
             source, attachments=attachments, embed_images=self.embed_images, path=path,

@@ -152,7 +152,9 @@ def print_summary(run, log):
     log("")
     graded = "" if run.feedback_only else (f"graded {len(run.graded)}, skipped {run.skipped}, could not grade "
                                            f"{len(failed_now)}; ")
-    log(f"{graded}feedback pages written {run.feedback_written} ({run.feedback_current} already up to date) "
+    beside = getattr(run, "pages_beside", 0)
+    beside = f", {beside} of them begun while submissions were still to be graded," if beside else ""
+    log(f"{graded}feedback pages written {run.feedback_written} ({run.feedback_current} already up to date){beside} "
         f"in {run.seconds:.1f} s; wrote {run.root / 'grades.csv'} and grades-by-learner.csv "
         f"({len(run.lms_lessons)} lesson(s) open: {', '.join(run.lms_lessons) or 'none'})")
     if run.backup:

@@ -4,11 +4,10 @@ against ``source/``, and each lesson's cells as plain data a job carries.
 A grading job needs no gradebook: the steps that restore a notebook's cells read the lesson as the
 gradebook holds it from ``LessonCells`` (read here once per lesson, carried by every job of it),
 through ``LessonBook``, the few reads nbgrader's ``OverwriteCells`` and ``OverwriteKernelspec``
-make of a gradebook. Feedback jobs render against a small gradebook made from the lesson's
-(``make_template``), as nbgrader's ``GenerateFeedback`` reads one.
+make of a gradebook. A feedback job needs none either: it carries what its page shows of the
+grades (``page_grades``).
 """
 import logging
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -45,55 +44,6 @@ def ensure_assignments(root, config, db_url, lessons, scratch, log):
         done = api.generate_assignment(lesson, force=True)
         if not done["success"]:
             raise GradebookError(f"generate_assignment failed for {lesson}:\n{done['log']}{done.get('error', '')}")
-
-
-def create_empty(db_url, course_id, path):
-    """An empty SQLite gradebook, stamped with the course gradebook's schema version.
-
-    nbgrader stamps a new gradebook by running ``alembic heads`` (a second or two); the
-    course gradebook already knows the answer.
-    """
-    import nbgrader.api as api
-    from sqlalchemy import text
-
-    with api.Gradebook(db_url, course_id) as gb:
-        version = gb.db.execute(text("SELECT version_num FROM alembic_version")).scalar()
-    original = api.get_alembic_version
-    if version:
-        api.get_alembic_version = lambda: version
-    try:
-        api.Gradebook(f"sqlite:///{path}", course_id).close()
-    finally:
-        api.get_alembic_version = original
-    return path
-
-
-def make_template(db_url, course_id, lesson, path, empty=None):
-    """A fresh SQLite gradebook holding only ``lesson``'s assignment, copied from the course's.
-
-    ``empty``: an empty gradebook file to start from (creating one runs ``alembic``: slow).
-    """
-    from nbgrader.api import Gradebook
-
-    if empty:
-        shutil.copyfile(empty, path)
-    with Gradebook(db_url, course_id) as src, Gradebook(f"sqlite:///{path}", course_id) as dst:
-        assignment = src.find_assignment(lesson)
-        dst.add_assignment(lesson, duedate=assignment.duedate)
-        for nb in assignment.notebooks:
-            dst.add_notebook(nb.name, lesson, kernelspec=nb.kernelspec)
-            for cell in nb.grade_cells:
-                dst.add_grade_cell(cell.name, nb.name, lesson, max_score=cell.max_score,
-                                   cell_type=cell.cell_type)
-            for cell in nb.solution_cells:
-                dst.add_solution_cell(cell.name, nb.name, lesson)
-            for cell in nb.task_cells:
-                dst.add_task_cell(cell.name, nb.name, lesson, max_score=cell.max_score,
-                                  cell_type=cell.cell_type)
-            for cell in nb.source_cells:
-                dst.add_source_cell(cell.name, nb.name, lesson, cell_type=cell.cell_type,
-                                    locked=cell.locked, source=cell.source, checksum=cell.checksum)
-    return path
 
 
 def stored_test_mismatches(root, db_url, course_id, lessons):
@@ -197,18 +147,3 @@ class LessonBook:
         """A grade cell or a task cell (nbgrader's ``find_graded_cell``)."""
         return self._named([*self.notebook.grade_cells, *self.notebook.task_cells], name, notebook, assignment)
 
-
-class Templates:
-    """A gradebook per lesson holding the lesson only (``make_template``, as bytes a feedback job
-    carries), made when first needed, in ``scratch``."""
-
-    def __init__(self, db_url, course_id, scratch):
-        self.db_url, self.course_id, self.scratch, self.made, self.empty = db_url, course_id, Path(scratch), {}, None
-
-    def __call__(self, lesson):
-        if lesson not in self.made:
-            if self.empty is None:
-                self.empty = create_empty(self.db_url, self.course_id, self.scratch / "empty.db")
-            path = make_template(self.db_url, self.course_id, lesson, self.scratch / f"template-{lesson}.db", self.empty)
-            self.made[lesson] = Path(path).read_bytes()
-        return self.made[lesson]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..course import NBGRADER_FILES, PAGE_FILE
 
-RENDERER = ("steps/label_cells.py", "steps/hide_hidden_tests.py", "steps/figure_outputs.py", "steps/feedback_exporter.py",
+RENDERER = ("steps/label_cells.py", "steps/given_grades.py", "store/page_grades.py", "steps/hide_hidden_tests.py", "steps/figure_outputs.py", "steps/feedback_exporter.py",
             "steps/maths.py", "steps/sanitize.py", "steps/csp.py", "steps/templates")
 
 

@@ -1,11 +1,11 @@
 """A submission's standing in a gradebook, as plain data: its grades (the autograder's, the
 instructor's and extra credit), comments, late penalties, timestamp and extension.
 
-Feedback jobs carry it (``run.feedback_jobs.FeedbackJob.standing``) to a worker's scratch
-gradebook, so that a page is rendered from the grades the course gradebook holds (manual grades
-from the formgrader included) without the course gradebook leaving this machine; the store keeps
-a submission's standing from before it is graded again (``grades.apply``: the manual grades of
-unchanged answers). Its ``digest`` is what a feedback page was made from: when the gradebook's
+A feedback page is rendered from it (``page_grades``: what the page shows, carried by the
+feedback job), so from the grades the course gradebook holds (manual grades from the formgrader
+included) without the course gradebook leaving this machine; the store keeps a submission's
+standing from before it is graded again (``grades.apply``: the manual grades of unchanged
+answers). Its ``digest`` is what a feedback page was made from: when the gradebook's
 standing of a submission no longer has that digest, the page is stale.
 """
 import hashlib
