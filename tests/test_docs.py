@@ -230,6 +230,32 @@ def test_a_lesson_page_is_built_without_outputs_when_none_are_cached(tmp_path):
     assert "built without running the lesson" in nb.cells[1].source
 
 
+
+def test_a_lesson_run_whose_reply_never_came_is_run_again_once(tmp_path, monkeypatch):
+    """A lesson run given up on a cell's timeout (a reply the kernel never sent) is run again once
+    and its outputs cached; a second loss stops the build."""
+    from nbclient.exceptions import CellTimeoutError
+
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import lesson_pages
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    runs = []
+
+    def run_solution(lesson):
+        runs.append(lesson)
+        if len(runs) == 1 or lesson == "03_scaling":
+            raise CellTimeoutError("A cell timed out while it was being executed, after 180 seconds.")
+        return {"cell": {"source": "digest", "outputs": []}}
+
+    monkeypatch.setattr(lesson_pages, "run_solution", run_solution)
+    assert lesson_pages.fill_cache(tmp_path, ["02_queries_keys_values"], workers=1) == ["02_queries_keys_values"]
+    assert runs == ["02_queries_keys_values"] * 2
+    assert lesson_pages.cached_outputs(tmp_path, "02_queries_keys_values") == {"cell": {"source": "digest", "outputs": []}}
+    with pytest.raises(CellTimeoutError):
+        lesson_pages.fill_cache(tmp_path, ["03_scaling"], workers=1)
+
 # ---------------------------------------------------------------- the Markdown, as GitHub shows it
 
 def github_anchor(heading):

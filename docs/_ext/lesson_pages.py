@@ -39,8 +39,12 @@ ROOT = Path(__file__).resolve().parents[2]
 LEARNER_PACKAGE = ROOT / "src" / "attention_course"
 DEFAULT_CACHE = ROOT / "docs" / "_build" / "lesson-outputs"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-#: The longest a cell may run: lesson 09 trains two models for minutes of CPU (more on a busy machine).
-CELL_TIMEOUT = 3600
+#: The longest a cell may run: seconds in every lesson but 09, which trains two models for minutes
+#: of CPU (more on a busy machine). A reply the kernel never sends (jupyter_client 8 can lose one
+#: now and then: jupyter/jupyter_client#922; seen here as an idle kernel and a build waiting on it)
+#: is given up after that, and the lesson is run again once (``fill_cache``).
+CELL_TIMEOUT = 180
+CELL_TIMEOUTS = {"09_small_gpt": 1200}
 
 #: Where ``read`` finds the outputs (set when the build starts: ``builder-inited``).
 _settings = {"cache": DEFAULT_CACHE}
@@ -125,7 +129,8 @@ def run_solution(lesson):
         config = Config()
         config.KernelManager.transport = "ipc"
         config.KernelManager.ip = os.path.join(folder, "kernel")
-        client = NotebookClient(nb, config=config, kernel_name="python3", timeout=CELL_TIMEOUT, allow_errors=False,
+        client = NotebookClient(nb, config=config, kernel_name="python3", allow_errors=False,
+                                timeout=CELL_TIMEOUTS.get(lesson, CELL_TIMEOUT),
                                 resources={"metadata": {"path": folder}})
         # On a loop of its own, closed when done (runs go two at a time, in threads).
         asyncio.run(client.async_execute(env=environment))
@@ -162,8 +167,14 @@ def fill_cache(cache, lessons, workers=2):
     def run(lesson):
         logger.info("lesson pages: running the solution of %s for its figures%s", lesson,
                     " (it trains: minutes)" if lesson == "09_small_gpt" else "")
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
         start = time.monotonic()
-        cells = run_solution(lesson)
+        try:
+            cells = run_solution(lesson)
+        except (CellTimeoutError, DeadKernelError) as exc:     # a lost reply, not the lesson's doing
+            logger.info("lesson pages: %s: %s; running it again", lesson, str(exc).splitlines()[0])
+            cells = run_solution(lesson)
         store_outputs(cache, lesson, cells, round(time.monotonic() - start, 1))
 
     with ThreadPoolExecutor(max(1, workers)) as pool:
