@@ -96,3 +96,21 @@ def test_a_runs_roster_decision_names_whom_it_keeps_apart_and_whom_it_adds(tmp_p
     assert decision.apart == set() and decision.added == ["alice", "root"] and not decision.imported
     assert decision.warnings([]) == ["[warning] no roster imported (import one with `nbgrader db student import`): "
                                      "the roster is taken from the submissions; put on it: alice, root"]
+
+
+def test_the_change_log_reads_the_resubmissions_once_whatever_the_class():
+    """A class of 90,000 submissions: the resubmissions are read once, not once per submission
+    (that was quadratic, hours at 90,000)."""
+    class Counted(list):
+        reads = 0
+
+        def __iter__(self):
+            Counted.reads += 1
+            return super().__iter__()
+
+    before = {(f"s{i:04d}", "01"): 1.0 for i in range(1000)}
+    after = {key: 2.0 for key in before}
+    resubmitted = Counted([(key, 2) for key in list(before)[:10]])
+    lines = history.change_lines(before, after, resubmitted)
+    assert len(lines) == 1000 and lines[0].endswith("(attempt 2)")
+    assert Counted.reads <= 2

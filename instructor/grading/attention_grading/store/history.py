@@ -174,16 +174,16 @@ def change_lines(before, after, resubmitted=(), refused_now=None, off_roster=())
     ``resubmitted``: {(student, lesson): attempt number} graded now as a new attempt;
     ``refused_now``: {(student, lesson): why} whose new attempt could not be graded while an earlier
     grade stands; ``off_roster``: [(student, lesson)] kept apart."""
-    lines = []
+    lines, resubmitted = [], dict(resubmitted)      # made once: a lookup per key, not a copy per key
     for key in sorted(set(before) | set(after)):
         old, new = before.get(key), after.get(key)
         if old != new:
             student, lesson = key
             line = f"{student} {lesson}: {_shown(old)} → {_shown(new)}"
-            if key in dict(resubmitted):
-                line += f" (attempt {dict(resubmitted)[key]})"
+            if key in resubmitted:
+                line += f" (attempt {resubmitted[key]})"
             lines.append(line)
-    for key, number in sorted(dict(resubmitted).items()):
+    for key, number in sorted(resubmitted.items()):
         if before.get(key) == after.get(key) and number > 1:
             lines.append(f"{key[0]} {key[1]}: resubmitted (attempt {number}), score unchanged {_shown(after.get(key))}")
     for (student, lesson), why in sorted((refused_now or {}).items()):
