@@ -10,6 +10,9 @@ solution with its timestamp.txt), a fresh course is built and graded twice by
    test, the autograded notebook as ``ApplyVerdicts`` leaves it), run in the workers;
 2. ``make grade`` again: every submission skipped as graded and unchanged, then publish.
 
+A size that runs for an hour can be asked where it is: ``kill -USR1`` on the measuring child
+appends its threads' stacks to ``stacks.txt`` beside the class.
+
 Printed per size and run: this process's CPU seconds per submission (``time.process_time``:
 the workers' are not in it), its peak memory (``ru_maxrss``), and the CPU and wall seconds of each
 phase (intake, plan, grading with the store, penalties again, exports, report). Feedback pages are
@@ -84,7 +87,9 @@ class Phases:
 
 def measure(root, workers):
     """Grade the course at ``root`` twice in this process; return the figures (a dict)."""
+    import faulthandler
     import logging
+    import signal
     import warnings
 
     import attention_grading.cli.grade as grading
@@ -93,6 +98,8 @@ def measure(root, workers):
     from attention_grading.course import environment_tools_on_path
     from stub_jobs import stub_job
 
+    # a long size's progress: `kill -USR1 <this process>` appends every thread's stack to stacks.txt
+    faulthandler.register(signal.SIGUSR1, file=open(root.parent / "stacks.txt", "a"), all_threads=True)
     environment_tools_on_path()
     warnings.filterwarnings("ignore")
     logging.disable(logging.ERROR)
