@@ -63,12 +63,12 @@ def course_env(root):
     return env
 
 
-def fresh_python(code, *args, input=None, timeout=300):
+def fresh_python(code, *args, input=None, timeout=300, env=None):
     """``code`` (with ``args``) run by a fresh interpreter with this process's import path: the
-    tests' helpers, the grading package and the hidden reference. For what must be measured away
-    from the pytest process, whose background threads allocate beside it. Its stdout, once it
-    has succeeded."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+    tests' helpers, the grading package and the hidden reference (``env``: variables to add). For
+    what must be measured away from the pytest process, whose background threads allocate beside
+    it. Its stdout, once it has succeeded."""
+    env = dict(os.environ, **(env or {}), PYTHONPATH=os.pathsep.join(
         str(ROOT / folder) for folder in ("tests", "instructor/reference", "instructor/grading")))
     done = subprocess.run([sys.executable, "-c", code, *args], input=input, capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT / "tests", env=env)

@@ -19,6 +19,7 @@ import numpy as np
 from attention_grading.hidden import registry
 from attention_grading.hidden.in_process import run_locally
 from attention_grading.hidden.reference import reference
+from attention_grading.kernels.sandbox.limits import BLAS_THREADS, KERNEL_MALLOC
 from conftest import fresh_python
 from visible_checks import _fresh, _prefix, _quiet, _run_cell
 
@@ -57,7 +58,11 @@ print(json.dumps({"passed": verdict.passed, "case": verdict.case, "message": ver
 
 
 def measured_verdict(lesson, function, answer, seed=0):
-    """``hidden_verdict`` of ``function``'s own hidden test, in a fresh interpreter: a dict of
-    ``passed``, ``case`` and ``message``."""
-    out = fresh_python(_FRESH, input=json.dumps([lesson, function, answer, seed]))
+    """``hidden_verdict`` of ``function``'s own hidden test, in a fresh interpreter set up as a
+    grading kernel is (one BLAS thread, glibc's fixed mmap threshold): a dict of ``passed``,
+    ``case`` and ``message``. With a second BLAS thread, what the first call at a length takes
+    varies by up to a megabyte with the machine's load (the thread's buffers), and the ratio of
+    the lengths multiplies the short one's figure: a T × T boolean mask then passed now and then."""
+    kernel_env = {**{name: "1" for name in BLAS_THREADS}, **KERNEL_MALLOC}
+    out = fresh_python(_FRESH, input=json.dumps([lesson, function, answer, seed]), env=kernel_env)
     return json.loads(out.splitlines()[-1])
