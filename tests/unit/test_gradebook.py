@@ -156,6 +156,34 @@ def test_late_penalties_are_nbgraders(hand_graded, tmp_path):
     assert _read(f"sqlite:///{copy}").penalties[LESSON] is None
 
 
+def test_a_run_again_reassesses_only_the_penalties_that_can_change(hand_graded):
+    """One query picks the submissions whose penalty nbgrader's step could change: late ones
+    (extension counted) and ones already penalised; on every other one the step writes nothing."""
+    from nbgrader.api import Gradebook
+
+    db_url, _ = hand_graded                                     # alice: 5 days late, 1 day's extension
+    config = Config()
+    config.LateSubmissionPlugin.penalty_method = "zero"
+    _submission(db_url, "bob", timestamp="2026-01-04 12:00:00 UTC")           # on time
+    _submission(db_url, "carol", timestamp="2026-01-06 12:00:00 UTC")         # a day late, then an extension
+    _submission(db_url, "dave", timestamp="2026-01-06 12:00:00 UTC")          # a day late, extension first
+    with Gradebook(db_url, COURSE_ID) as gb:
+        for learner in ("alice", "bob", "carol"):
+            grades.late_penalty(gb, config, LESSON, learner)
+        gb.grant_extension(LESSON, "carol", days=2)             # her penalty is now stale
+        gb.grant_extension(LESSON, "dave", days=2)
+        chosen = grades.penalties_to_reassess(gb, {LESSON, "02_not_in_the_gradebook"})
+    assert chosen == {("alice", LESSON): True, ("bob", LESSON): False, ("carol", LESSON): True,
+                      ("dave", LESSON): False}
+    before = {learner: _read(db_url, learner).digest() for learner in ("bob", "dave")}
+    with Gradebook(db_url, COURSE_ID) as gb:
+        for learner in ("bob", "dave"):
+            grades.late_penalty(gb, config, LESSON, learner)
+        grades.late_penalty(gb, config, LESSON, "carol")
+    assert {learner: _read(db_url, learner).digest() for learner in ("bob", "dave")} == before
+    assert _read(db_url, "carol").penalties[LESSON] is None
+
+
 def test_final_scores_are_nbgrader_exports(hand_graded):
     """The final score is the gradebook's score less the penalty, never below 0 (nbgrader's
     CsvExportPlugin)."""

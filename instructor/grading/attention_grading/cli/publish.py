@@ -34,6 +34,7 @@ def refresh(run, course, chosen, feedback, rerender):
     renderer, stale = pages.renderer_digest(), []
     graded_now = set(run.graded)
     with Gradebook(course.db_url, course.course_id) as gb:
+        in_gradebook = grades.penalties_to_reassess(gb, {u.lesson for u in chosen})
         for u in chosen:
             key = u.student, u.lesson
             notebook = course.autograded(u.student, u.lesson) / f"{u.lesson}.ipynb"
@@ -42,12 +43,15 @@ def refresh(run, course, chosen, feedback, rerender):
             if key in run.pages:               # rendered beside grading, once stored
                 continue
             if key not in graded_now:          # its penalty was set as its grades were stored
-                with deferred_interrupt():
-                    try:
-                        grades.late_penalty(gb, course.config, u.lesson, u.student)
-                    except Exception:          # not in the gradebook (graded into another one)
-                        gb.db.rollback()
-                        continue
+                if key not in in_gradebook:    # graded into another gradebook
+                    continue
+                if in_gradebook[key]:          # late, or penalised before: nbgrader's step decides
+                    with deferred_interrupt():
+                        try:
+                            grades.late_penalty(gb, course.config, u.lesson, u.student)
+                        except Exception:
+                            gb.db.rollback()
+                            continue
             if not feedback:
                 continue
             started = time.process_time()

@@ -73,6 +73,31 @@ def late_penalty(gb, config, lesson, student):
                                                   "student": student, "db_url": None}})
 
 
+def penalties_to_reassess(gb, lessons):
+    """``{(student, lesson): whether its late penalty may change}`` for every submitted notebook
+    of ``lessons`` in the open gradebook ``gb``, read in one query. A submission turned in by its
+    due date (nbgrader's ``SubmittedAssignment.total_seconds_late``: the due date with any
+    extension) and carrying no penalty keeps none whatever its score, so ``late_penalty`` would
+    write nothing there; the others are reassessed by it. A class's run again then costs one query
+    rather than three a submission."""
+    from nbgrader.api import Assignment, Notebook, Student, SubmittedAssignment, SubmittedNotebook
+
+    rows = (gb.db.query(Student.id, Assignment.name, SubmittedAssignment.timestamp, Assignment.duedate,
+                        SubmittedAssignment.extension, SubmittedNotebook.late_submission_penalty)
+            .select_from(SubmittedNotebook)
+            .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
+            .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+            .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+            .join(Student, SubmittedAssignment.student_id == Student.id)
+            .filter(Notebook.name == Assignment.name, Assignment.name.in_(sorted(lessons))))
+    found = {}
+    for student, lesson, timestamp, duedate, extension, penalty in rows:
+        due = duedate if duedate is None or extension is None else duedate + extension
+        late = timestamp is not None and due is not None and (timestamp - due).total_seconds() > 0
+        found[student, lesson] = late or penalty is not None
+    return found
+
+
 class SharedGradebookPenalties(AssignLatePenalties):
     """``AssignLatePenalties`` on a gradebook that is already open (one connection for the whole
     class rather than one per submission); its plugin, and the plugin's checks, are nbgrader's."""
