@@ -40,6 +40,12 @@ def hidden_verdict(lesson, function, answer, seed=0, spec_name=None):
                            np.random.default_rng(seed))
 
 
+def measures_memory(function):
+    """Whether ``function``'s hidden test measures memory (judged alone: ``measured_verdict``)."""
+    spec = registry.get(function)
+    return without_memory_judgement(spec) is not spec
+
+
 def without_memory_judgement(spec):
     """``spec`` as it is, or, when its measurements include memory, without them (the cases alone
     decide): for tests that judge in this process something other than memory."""

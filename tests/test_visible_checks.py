@@ -8,7 +8,6 @@ guide (docs/learner-guide.md).
 Every CORRECT entry must pass, except the few a check rightly rejects (``VISIBLE_COMPLAINTS``,
 each with its reason); a correct later function is never blamed for an earlier one's mistake.
 """
-import json
 import linecache
 import re
 
@@ -18,7 +17,7 @@ import pytest
 import background
 import catalogue
 from conftest import ROOT, fresh_python, lesson_ids
-from visible_checks import Outcome, layout, named, run_visible_checks
+from visible_checks import Outcome, layout, named, run_visible_checks, run_visible_checks_alone
 
 FIGURES_START, FIGURES_END = "<!-- visible-checks:start -->", "<!-- visible-checks:end -->"
 
@@ -257,17 +256,7 @@ def _solution(lesson, function):
     return cells[functions[function][0]].source
 
 
-# The memory checks measure with tracemalloc, which counts every thread of its process: in the
-# pytest process, the background runs' threads allocate beside the call (a correct answer once
-# read 1.6 MB too much at T = 2048, three times over). So they run in a fresh interpreter, alone
-# as in a learner's kernel.
-_ALONE = """
-import json, sys
-from dataclasses import asdict
-from visible_checks import run_visible_checks
-lesson, function, answer = json.load(sys.stdin)
-print(json.dumps(asdict(run_visible_checks(lesson, function, answer))))
-"""
+# The memory checks run in a fresh interpreter (``run_visible_checks_alone``), as in a learner's kernel.
 
 
 def test_a_correct_tiled_attention_that_copies_its_inputs_passes_the_memory_check():
@@ -275,8 +264,7 @@ def test_a_correct_tiled_attention_that_copies_its_inputs_passes_the_memory_chec
     view = "(np.asarray(a, dtype=float) for a in (Q, K, V))"
     assert view in solution
     copying = solution.replace(view, "(np.array(a, dtype=float) for a in (Q, K, V))")   # harmless copies
-    out = fresh_python(_ALONE, input=json.dumps(["08_long_context", "tiled_attention", copying]))
-    outcome = Outcome(**json.loads(out.splitlines()[-1]))
+    outcome = run_visible_checks_alone("08_long_context", "tiled_attention", copying)
     assert not outcome.failed, outcome.message
 
 

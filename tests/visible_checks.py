@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import numpy as np  # noqa: E402
 
-from conftest import ROOT  # noqa: E402
+from conftest import ROOT, fresh_python  # noqa: E402
 from notebook_tools import cell_role, grade_id, is_solution_code, is_test  # noqa: E402
 
 
@@ -130,6 +130,25 @@ def run_visible_checks(lesson, function, answer, earlier=None):
         except Exception as exc:  # what the learner would see
             return Outcome(True, str(exc), type(exc).__name__)
     return Outcome(False)
+
+
+_ALONE = """
+import json, sys
+from dataclasses import asdict
+from visible_checks import run_visible_checks
+lesson, function, answer = json.load(sys.stdin)
+print(json.dumps(asdict(run_visible_checks(lesson, function, answer))))
+"""
+
+
+def run_visible_checks_alone(lesson, function, answer):
+    """``run_visible_checks`` in a fresh interpreter, alone as in a learner's kernel: for the
+    memory checks, whose ``tracemalloc`` counts every thread of its process, the pytest process's
+    background runs included (a correct answer once read 1.6 MB too much at T = 2048 there)."""
+    import json
+
+    out = fresh_python(_ALONE, input=json.dumps([lesson, function, answer]))
+    return Outcome(**json.loads(out.splitlines()[-1]))
 
 
 def named(outcome, keywords):
